@@ -57,10 +57,10 @@ export default function (pi: ExtensionAPI) {
 }
 "#;
 
-/// pi-rpc or pi 1.6.0 in `sb`, its session saved.
-fn start(sb: &Sandbox, reference: bool) -> Option<Pi> {
+/// pi-rpc or pi 1.6.0 in `sb` with `settings`, its session saved.
+pub(crate) fn start(sb: &Sandbox, reference: bool, settings: Value) -> Option<Pi> {
     let (Some(node), Some(dir), Some(cli)) = (node22(), host_dir(), reference_cli()) else { return None };
-    host_settings(sb, &node, &dir, json!({}));
+    host_settings(sb, &node, &dir, settings);
     Some(if reference {
         let mut cmd = reference_command(sb, &node, &cli);
         cmd.arg("--offline").env("PI_OFFLINE", "1");
@@ -71,7 +71,7 @@ fn start(sb: &Sandbox, reference: bool) -> Option<Pi> {
 }
 
 /// One line of the client's transcript: what it is, and what tells it apart.
-fn step(line: &Value) -> Option<String> {
+pub(crate) fn step(line: &Value) -> Option<String> {
     let kind = line["type"].as_str()?;
     match kind {
         "message_start" | "message_end" if line["message"]["role"] == "system" => None,
@@ -82,14 +82,15 @@ fn step(line: &Value) -> Option<String> {
             "setStatus" => Some(format!("status {}", line["statusText"].as_str()?)),
             _ => None,
         },
-        "agent_start" | "agent_end" | "turn_start" | "turn_end" | "agent_settled" => Some(kind.to_string()),
+        "agent_start" | "agent_end" | "turn_start" | "turn_end" | "agent_settled" | "compaction_start"
+        | "compaction_end" => Some(kind.to_string()),
         "response" => Some(format!("response {}", line["command"].as_str()?)),
         _ => None,
     }
 }
 
 /// The session file's entries: their kind, and the message's role or the entry's custom type.
-fn entries(sb: &Sandbox) -> Vec<String> {
+pub(crate) fn entries(sb: &Sandbox) -> Vec<String> {
     let files = sb.session_files();
     let Some(file) = files.first() else { return Vec::new() };
     read_jsonl(file)
@@ -111,7 +112,7 @@ async fn observe(reference: bool) -> Value {
     sb.server().push(Reply::tool_call("call_1", "read", r#"{"path":"notes.txt"}"#));
     sb.server().set_fallback(Reply::text("done"));
     write_module(&sb, "waiting.ts", WAITING_HANDLERS);
-    let Some(mut pi) = start(&sb, reference) else { return Value::Null };
+    let Some(mut pi) = start(&sb, reference, json!({})) else { return Value::Null };
     pi.call("c", json!({"type": "get_commands"})).await;
     pi.send(json!({"id": "p", "type": "prompt", "message": "read the notes"})).await;
     let run: Vec<String> = pi.until_type("agent_settled").await.iter().filter_map(step).collect();

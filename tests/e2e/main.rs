@@ -24,6 +24,7 @@ mod extension_agent_core;
 mod extension_agent_end_handlers;
 mod extension_api;
 mod extension_awaited_events;
+mod extension_awaited_settled;
 mod extension_builtin_catalog_refresh;
 mod extension_builtin_factories;
 mod extension_builtin_providers;

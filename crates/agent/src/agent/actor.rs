@@ -309,6 +309,7 @@ impl Agent {
                 self.session.retract(&message);
                 self.record_context_edit(&message).await;
             }
+            Internal::RunSettling { run_id } => self.activity.begin_settling(run_id),
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
             Internal::Flush { reply } => {
                 let _ = reply.send(());
@@ -431,6 +432,9 @@ impl Agent {
             match message {
                 HeldMessage::Bash(message) => self.append_message(message),
                 HeldMessage::Custom(message) => self.append_and_announce(message).await,
+                HeldMessage::SettledUserMessage { extension, params } => {
+                    Box::pin(self.send_settled_user_message(extension, &params)).await
+                }
             }
         }
         self.activity_ended().await;

@@ -48,6 +48,8 @@ pub enum Internal {
     /// A failed attempt will be retried: drop it from the conversation
     /// (it stays in the session file).
     RetractFromContext { message: Box<AgentMessage> },
+    /// The run is about to emit `agent_settled` (its handlers may run meanwhile).
+    RunSettling { run_id: u64 },
     /// The run task is done (after `agent_settled`).
     RunFinished { run_id: u64 },
     /// Compaction checks and results (see `compacting`).

@@ -234,6 +234,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
             }
         }
     }
+    s.emitter.send(Internal::RunSettling { run_id: s.run_id }).await;
     s.emitter.emit(AgentEvent::AgentSettled { aborted, usage: Box::new(totals) }).await;
     s.emitter.send(Internal::RunFinished { run_id: s.run_id }).await;
 }

@@ -100,7 +100,14 @@ impl Activity {
     pub(super) fn begin_run(&mut self, cancel: CancellationToken, retry_cancel: CancellationToken) -> u64 {
         let id = self.next_run_id;
         self.next_run_id += 1;
-        self.work = RunState::Running(ActiveRun { id, cancel, retry_cancel, retry_waiting: false, compacting: false });
+        self.work = RunState::Running(ActiveRun {
+            id,
+            cancel,
+            retry_cancel,
+            retry_waiting: false,
+            compacting: false,
+            settling: false,
+        });
         id
     }
 
@@ -142,7 +149,7 @@ impl Activity {
     pub(super) fn held_custom(&self) -> Vec<AgentMessage> {
         let custom = |m: &HeldMessage| match m {
             HeldMessage::Custom(message) => Some(message.clone()),
-            HeldMessage::Bash(_) => None,
+            _ => None,
         };
         self.held.iter().filter_map(custom).collect()
     }
@@ -156,9 +163,27 @@ impl Activity {
             .into_iter()
             .filter_map(|m| match m {
                 HeldMessage::Custom(message) => Some(message),
-                HeldMessage::Bash(_) => None,
+                _ => None,
             })
             .collect()
+    }
+
+    /// The run `run_id` emits `agent_settled`: its handlers run.
+    pub(super) fn begin_settling(&mut self, run_id: u64) {
+        if let Some(run) = self.work.run_mut().filter(|r| r.id == run_id) {
+            run.settling = true;
+        }
+    }
+
+    /// The run's `agent_settled` handlers run (pi's run is no longer active then).
+    pub(super) fn is_settling(&self) -> bool {
+        self.work.run().is_some_and(|r| r.settling)
+    }
+
+    /// A run is under way and not settling (pi's run is over while its
+    /// `agent_settled` handlers run).
+    pub(super) fn is_run_active(&self) -> bool {
+        self.work.run().is_some_and(|r| !r.settling)
     }
 
     /// A message that arrived during the run: it joins the conversation when the run ends.
@@ -249,6 +274,8 @@ pub(super) struct ActiveRun {
     retry_waiting: bool,
     /// True while an automatic compaction runs inside the run.
     compacting: bool,
+    /// True once the run emits `agent_settled` (its handlers run).
+    settling: bool,
 }
 
 /// A `compact` command in progress.
@@ -402,6 +429,9 @@ pub(super) enum HeldMessage {
     Bash(AgentMessage),
     /// An extension's custom message sent with `triggerTurn: false` (announced).
     Custom(AgentMessage),
+    /// An extension's `sendUserMessage` (its params) while the run's
+    /// `agent_settled` handlers ran: as pi, sent once `agent_settled` is out.
+    SettledUserMessage { extension: usize, params: serde_json::Value },
 }
 
 #[cfg(test)]

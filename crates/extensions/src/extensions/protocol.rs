@@ -60,7 +60,19 @@ pub const AWAITED_EVENTS: &[&str] = &[
     "tool_execution_end",
     "model_select",
     "thinking_level_select",
+    // Once its handlers ran, the run is over (every pi module's host subscribes for `ctx.waitForIdle()`).
+    "agent_settled",
 ];
+
+/// What an extension subscribes to when it has handlers of `agent_settled`
+/// (pi modules' hosts subscribe to `agent_settled` itself whether or not:
+/// they await it only when they have handlers).
+pub const AGENT_SETTLED_HANDLERS: &str = "agent_settled_handlers";
+
+/// The subscription that says an extension has handlers of `event` to await.
+fn awaited_subscription(event: &str) -> &str {
+    if event == "agent_settled" { AGENT_SETTLED_HANDLERS } else { event }
+}
 
 /// The request method of an awaited notification (its payload the event):
 /// `event`, answered once the handlers are done, or `event_started` for one
@@ -287,7 +299,7 @@ impl Registration {
 
     /// Whether `event` goes to it as a request, answered once its handlers are done.
     pub fn awaits(&self, event: &str) -> bool {
-        self.await_events && AWAITED_EVENTS.contains(&event) && self.subscribes(event)
+        self.await_events && AWAITED_EVENTS.contains(&event) && self.subscribes(awaited_subscription(event))
     }
 }
 

@@ -137,9 +137,9 @@ impl Agent {
             "sessionFile": self.session.record().file_path().map(|p| p.display().to_string()),
             "sessionName": self.session.record().name(),
             "cwd": self.workspace.cwd().display().to_string(),
-            "isStreaming": self.activity.is_running(),
+            "isStreaming": self.activity.is_run_active(),
             // pi's `isIdle`: no run, no compaction, no tree navigation under way.
-            "isIdle": !self.activity.is_running() && !self.is_compacting() && !self.ext.tree_hooks_running(),
+            "isIdle": !self.activity.is_run_active() && !self.is_compacting() && !self.ext.tree_hooks_running(),
             "model": model_json(self.models.model()),
             "thinkingLevel": self.models.thinking().as_str(),
             "messageCount": self.session.messages().len(),

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::Agent;
 use crate::agent::internal::QueueKind;
-use crate::agent::state::Pending;
+use crate::agent::state::{HeldMessage, Pending};
 use crate::event::AgentEvent;
 use crate::extensions::ExtRequest;
 use crate::extensions::hooks::custom_message;
@@ -127,6 +127,12 @@ impl Agent {
     /// templates, skills); else delivered as it is.
     async fn ext_send_user_message(&mut self, id: usize, p: &Value) -> Result<Value, String> {
         let (text, images) = user_content(p)?;
+        if self.activity.is_settling() {
+            // pi sends it once `agent_settled` is out, as a new prompt.
+            let params = p.clone();
+            self.activity.hold_message(HeldMessage::SettledUserMessage { extension: id, params });
+            return Ok(Value::Null);
+        }
         if p.get("expandPromptTemplates").and_then(Value::as_bool) == Some(true) {
             let streaming_behavior = match deliver_as(p) {
                 Some("steer") => Some(crate::op::StreamingBehavior::Steer),
@@ -146,10 +152,22 @@ impl Agent {
     /// Deliver a user message the `input` hooks let through; failures are `extension_error`s.
     pub(super) async fn deliver_user_message(&mut self, id: usize, p: &Value) {
         if let Err(error) = self.send_user_message_now(p).await {
-            let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
-            let event = "sendUserMessage".to_string();
-            self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
+            self.report_user_message_error(id, error).await;
         }
+    }
+
+    /// A user message held while a run's `agent_settled` handlers ran, sent
+    /// now that the run is over; failures are `extension_error`s.
+    pub(super) async fn send_settled_user_message(&mut self, id: usize, p: &Value) {
+        if let Err(error) = Box::pin(self.ext_send_user_message(id, p)).await {
+            self.report_user_message_error(id, error).await;
+        }
+    }
+
+    async fn report_user_message_error(&mut self, id: usize, error: String) {
+        let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
+        let event = "sendUserMessage".to_string();
+        self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
     }
 
     /// Queued while a run streams (`deliverAs` required), else it starts a

@@ -165,13 +165,28 @@ impl Agent {
         self.activity_ended().await;
     }
 
+    /// Navigate, then answer once every extension's `session_tree`
+    /// handlers ran (pi awaits them before `navigateTree()` resolves).
     fn complete_navigation(&mut self, nav: Navigation, decision: Value, generated: Option<SummaryOutput>) {
         let outcome = self.navigate(&nav, &decision, generated);
-        if let Ok(Some(payload)) = &outcome {
-            self.ext.handle().notify_raw("session_tree", payload.clone());
-        }
+        let event = match &outcome {
+            Ok(Some(payload)) => Some(payload.clone()),
+            _ => None,
+        };
+        let subscribers = event.as_ref().map(|_| self.ext.handle().subscribers("session_tree")).unwrap_or_default();
         let answer = outcome.map(|done| json!({"cancelled": done.is_none()}));
-        let _ = nav.reply.send(answer);
+        let (Some(event), false) = (event, subscribers.is_empty()) else {
+            let _ = nav.reply.send(answer);
+            return;
+        };
+        let reply = nav.reply;
+        tokio::spawn(async move {
+            for ext in subscribers {
+                // Handler errors are reported by the extension host itself.
+                let _ = ext.call("session_tree", event.clone(), None).await;
+            }
+            let _ = reply.send(answer);
+        });
     }
 
     /// The abandoned entries' messages within the model's budget (pi's `prepareBranchEntries`).

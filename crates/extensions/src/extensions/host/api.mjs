@@ -121,6 +121,8 @@ export class Instance {
 		events.add("session_start");
 		events.add("session_shutdown");
 		events.add("bus");
+		// pi awaits `agent_settled` handlers before the client's `agent_settled`: awaited only when there are some.
+		if (events.has("agent_settled")) events.add("agent_settled_handlers");
 		events.add("agent_settled");
 		// pi's `turn_end` is an actionable boundary (a hook); the notifications keep the turn count.
 		if (events.has("turn_end")) events.add("turn_end_boundary");

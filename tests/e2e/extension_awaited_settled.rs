@@ -1,0 +1,127 @@
+//! The notification handlers pi 1.6.0 awaits at a run's end and after a
+//! session change, side by side with pi 1.6.0: `agent_settled` handlers run
+//! to their end before the client's `agent_settled` (a UI call comes
+//! before it; a prompt a handler sends starts its run after it),
+//! `session_compact` handlers before `compaction_end` and the `compact`
+//! answer, and `session_tree` handlers, another extension's too, before a
+//! command's `navigateTree()` resolves. Compared: the client's transcript
+//! (events, UI calls and responses in order) and the session file's entries.
+//!
+//! Needs node 22, the host's packages and the reference from `target/tools`;
+//! skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use pi_compat::fake_server::Reply;
+use serde_json::{Value, json};
+
+use crate::clients::node22;
+use crate::extension_awaited_events::{entries, start, step};
+use crate::extension_host::{host_dir, write_module};
+use crate::extension_provider_events::reference_cli;
+use crate::harness::Pi;
+
+/// Handlers that wait, then make a UI call (and append an entry, or send a prompt).
+const WAITING_HANDLERS: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export default function (pi: ExtensionAPI) {
+  let settled = 0;
+  pi.on("agent_settled", async (_event, ctx) => {
+    const run = settled++;
+    await pause(100);
+    ctx.ui.notify(`agent_settled ${run}`, "info");
+    pi.appendEntry("settled-note", { run });
+    if (run === 0) pi.sendUserMessage("once more");
+  });
+  pi.on("session_compact", async (event, ctx) => {
+    await pause(100);
+    ctx.ui.notify(`session_compact ${event.reason}`, "info");
+    pi.appendEntry("compact-note", {});
+  });
+  pi.on("session_tree", async (_event, ctx) => {
+    await pause(100);
+    ctx.ui.notify("session_tree", "info");
+  });
+}
+"#;
+
+/// Another extension's command that moves to the first user message.
+const TREE_COMMAND: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("to-first", {
+    description: "navigates to the first user message",
+    handler: async (_args, ctx) => {
+      const first = ctx.sessionManager
+        .getEntries()
+        .find((entry: any) => entry.type === "message" && entry.message.role === "user");
+      if (first) await ctx.navigateTree(first.id, { summarize: false });
+      ctx.ui.notify("navigated", "info");
+    },
+  });
+}
+"#;
+
+/// Lines up to the first that `first` matches and the first that `second` matches, whichever comes last.
+async fn until_both(pi: &mut Pi, first: impl Fn(&Value) -> bool, second: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut lines = pi.until(|line| first(line) || second(line)).await;
+    let seen_first = lines.iter().any(&first);
+    lines.extend(pi.until(|line| if seen_first { second(line) } else { first(line) }).await);
+    lines
+}
+
+fn notified(line: &Value, message: &str) -> bool {
+    line["type"] == "extension_ui_request" && line["message"] == message
+}
+
+/// What one program showed: two runs (the second the first's `agent_settled`
+/// handler sent), a compaction, a command's tree navigation.
+async fn observe(reference: bool) -> Value {
+    let sb = crate::harness::Sandbox::with_server().await;
+    sb.write_models(&sb.server().base_url(), json!({}));
+    sb.server().push(Reply::text("first answer"));
+    sb.server().push(Reply::text("second answer"));
+    sb.server().set_fallback(Reply::text("## Goal\nSummarised."));
+    write_module(&sb, "a-waiting.ts", WAITING_HANDLERS);
+    write_module(&sb, "b-tree-command.ts", TREE_COMMAND);
+    // The first run's turn is summarised, the second kept.
+    let settings = json!({"compaction": {"keepRecentTokens": 1}});
+    let Some(mut pi) = start(&sb, reference, settings) else { return Value::Null };
+    pi.call("c", json!({"type": "get_commands"})).await;
+    pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
+    let mut lines = until_both(&mut pi, |l| l["type"] == "agent_settled", |l| notified(l, "agent_settled 0")).await;
+    lines.extend(until_both(&mut pi, |l| l["type"] == "agent_settled", |l| notified(l, "agent_settled 1")).await);
+    let runs: Vec<String> = lines.iter().filter_map(step).collect();
+    pi.send(json!({"id": "k", "type": "compact"})).await;
+    let lines = until_both(&mut pi, |l| l["id"] == "k", |l| notified(l, "session_compact manual")).await;
+    let compaction: Vec<String> = lines.iter().filter_map(step).collect();
+    pi.send(json!({"id": "t", "type": "prompt", "message": "/to-first"})).await;
+    let lines = until_both(&mut pi, |l| notified(l, "navigated"), |l| notified(l, "session_tree")).await;
+    let tree: Vec<String> = lines.iter().filter_map(step).collect();
+    pi.call("s", json!({"type": "get_state"})).await;
+    let session = entries(&sb);
+    pi.close_stdin();
+    json!({"runs": runs, "compaction": compaction, "tree": tree, "session": session})
+}
+
+#[tokio::test]
+async fn settled_compact_and_tree_handlers_are_awaited_as_pi_awaits_them() {
+    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
+        return;
+    }
+    let (ours, theirs) = tokio::join!(observe(false), observe(true));
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    // What pi does, spelled out: each handler's UI call before what follows it.
+    let list = |key: &str| -> Vec<String> {
+        theirs[key].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
+    };
+    let runs = list("runs");
+    let at = |what: &str| runs.iter().position(|s| s == what);
+    assert!(at("notify agent_settled 0") < at("agent_settled"), "{runs:?}");
+    let compaction = list("compaction");
+    let at = |what: &str| compaction.iter().position(|s| s == what);
+    assert!(at("notify session_compact manual") < at("compaction_end"), "{compaction:?}");
+    let tree = list("tree");
+    let at = |what: &str| tree.iter().position(|s| s == what);
+    assert!(at("notify session_tree") < at("notify navigated"), "{tree:?}");
+}
