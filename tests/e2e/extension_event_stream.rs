@@ -19,9 +19,6 @@ use std::path::{Path, PathBuf};
 use pi_compat::fake_server::{FakeToolCall, Reply};
 use serde_json::{Value, json};
 
-use crate::clients::node22;
-use crate::extension_host::{host_dir, host_settings};
-use crate::extension_provider_events::{reference_cli, reference_command};
 use crate::harness::{Pi, Sandbox};
 
 const RECORDER: &str = include_str!("fixtures/event_recorder.ts");
@@ -75,19 +72,11 @@ impl Recording {
 /// pi-rpc or pi 1.6.0 in `sb`, sessions saved, with a small compaction
 /// window and fast retries (and `settings` over them).
 fn start(sb: &Sandbox, reference: bool, settings: Value) -> Option<Pi> {
-    let (Some(node), Some(dir), Some(cli)) = (node22(), host_dir(), reference_cli()) else { return None };
     let mut extra = json!({"compaction": {"keepRecentTokens": 40}, "retry": {"baseDelayMs": 20}});
     if let (Some(extra), Some(settings)) = (extra.as_object_mut(), settings.as_object()) {
         extra.extend(settings.clone());
     }
-    host_settings(sb, &node, &dir, extra);
-    Some(if reference {
-        let mut cmd = reference_command(sb, &node, &cli);
-        cmd.arg("--offline").env("PI_OFFLINE", "1");
-        Pi::start_unchecked(cmd)
-    } else {
-        sb.spawn(&[])
-    })
+    crate::extension_awaited_events::start(sb, reference, extra)
 }
 
 async fn ok(pi: &mut Pi, id: &str, command: Value) -> Value {
