@@ -120,3 +120,80 @@ async fn a_new_session_setup_runs_without_ui_as_in_pi() {
     );
     assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
 }
+
+/// One extension whose `/setup` starts a new session; the setup prompts it
+/// through the new instance's `pi` and waits until that run has settled.
+const SETUP_RUN: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { appendFileSync, readFileSync } from "node:fs";
+
+const LOG = LOG_PATH;
+const shared = globalThis as any;
+
+export default function (pi: ExtensionAPI) {
+  shared.newestPi = pi;
+  for (const event of ["session_start", "agent_start", "message_end", "agent_end", "agent_settled"]) {
+    pi.on(event as any, (_event: any) => appendFileSync(LOG, `${event}\n`));
+  }
+  pi.registerCommand("setup", {
+    handler: async (_args, ctx) => {
+      await ctx.newSession({
+        setup: async () => {
+          shared.newestPi.sendUserMessage("during setup");
+          const deadline = Date.now() + 20000;
+          while (!readFileSync(LOG, "utf8").includes("agent_settled") && Date.now() < deadline) {
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+          appendFileSync(LOG, "setup end\n");
+        },
+      });
+      appendFileSync(LOG, "command end\n");
+    },
+  });
+}
+"#;
+
+/// What one program did with `/setup`: what its client got (each line's
+/// type and id), what the extension saw, the new session file's entries.
+async fn setup_run_seen(reference: bool) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    let log = sb.cwd.path().join("setup.log");
+    std::fs::write(&log, "").ok()?;
+    let quoted = Value::from(log.display().to_string()).to_string();
+    write_module(&sb, "setup.ts", &SETUP_RUN.replace("LOG_PATH", &quoted));
+    sb.server().set_fallback(Reply::text("ok"));
+    let mut pi = crate::extension_builtin_factories::start_saved(&sb, reference, &[])?;
+    pi.send(json!({"id": "s", "type": "prompt", "message": "/setup"})).await;
+    let mut lines = pi.until(|v| v["type"] == "response" && v["id"] == "s").await;
+    // Whatever would still come of that run.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    pi.send(json!({"id": "st", "type": "get_state"})).await;
+    lines.extend(pi.until(|v| v["id"] == "st").await);
+    pi.close_stdin();
+    let client: Vec<String> = lines
+        .iter()
+        .map(|v| format!("{} {}", v["type"].as_str().unwrap_or_default(), v["id"].as_str().unwrap_or_default()))
+        .collect();
+    let file = lines.last().and_then(|v| v["data"]["sessionFile"].as_str()).unwrap_or_default().to_string();
+    let entries: Vec<String> = std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .map(|e| {
+            format!("{} {}", e["type"].as_str().unwrap_or_default(), e["message"]["role"].as_str().unwrap_or_default())
+        })
+        .collect();
+    let extension: Vec<String> = std::fs::read_to_string(&log).unwrap_or_default().lines().map(String::from).collect();
+    Some(json!({"client": client, "extension": extension, "entries": entries}))
+}
+
+/// pi's RPC mode listens to the new session only once its setup is done:
+/// the run the setup starts (and waits for) reaches the extensions and the
+/// session file, but none of its events the client.
+#[tokio::test]
+async fn a_run_during_a_new_session_setup_is_not_shown_to_the_client_as_in_pi() {
+    let Some(ours) = setup_run_seen(false).await else { return };
+    let Some(theirs) = setup_run_seen(true).await else { return };
+    assert_eq!(ours["client"], json!(["response s", "response st"]), "{ours}");
+    assert!(ours["entries"].as_array().is_some_and(|e| e.iter().any(|e| e == "message assistant")), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
+}

@@ -23,12 +23,16 @@ pub(super) struct Channels {
     internal: mpsc::Sender<Internal>,
     /// Taken once, by the actor loop.
     inbox: Option<mpsc::Receiver<Internal>>,
+    /// Events are not sent (the extensions still get them) while a command's
+    /// `newSession({setup})` runs: pi's front ends listen to the new session
+    /// only once its setup is done.
+    events_withheld: bool,
 }
 
 impl Channels {
     pub(super) fn new(out: OutputTx) -> Self {
         let (internal, inbox) = mpsc::channel(INTERNAL_CAPACITY);
-        Channels { out, internal, inbox: Some(inbox) }
+        Channels { out, internal, inbox: Some(inbox), events_withheld: false }
     }
 
     /// The receiving end of the internal channel (once).
@@ -46,10 +50,18 @@ impl Channels {
         Emitter::new(self.internal.clone())
     }
 
+    /// Withhold events from the front end (see `events_withheld`), or send them again.
+    pub(super) fn withhold_events(&mut self, withheld: bool) {
+        self.events_withheld = withheld;
+    }
+
     /// Queue an output: at once when the channel has room (no waiter is
     /// armed), else waiting for room, exactly as a plain `send` would. A
     /// front end that went away drops it.
     pub(super) async fn send(&self, output: Output) {
+        if self.events_withheld && matches!(output, Output::Event(_)) {
+            return;
+        }
         match &self.out {
             OutputTx::One(out) => send(out, output).await,
             OutputTx::Batched(out) => send(out, Outputs::One(output)).await,
@@ -64,6 +76,9 @@ impl Channels {
     /// Queue these events as outputs, in order: in one hand-off when the
     /// front end takes them together, else one by one.
     pub(super) async fn send_events(&self, events: Vec<AgentEvent>) {
+        if self.events_withheld {
+            return;
+        }
         match &self.out {
             OutputTx::One(out) => {
                 for event in events {

@@ -360,6 +360,8 @@ impl Agent {
         let setup = setup.filter(|id| self.ext.handle().get(*id).is_some_and(|e| !e.is_dead()));
         if let Some(caller) = setup {
             self.ext.session_op_replies().hold_start(caller, payload.clone());
+            // As pi's front ends, the client hears the new session from its setup's end on.
+            self.channels.withhold_events(true);
         }
         self.replace_runtime(payload, setup);
     }

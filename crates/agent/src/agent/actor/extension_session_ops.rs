@@ -102,6 +102,7 @@ impl Agent {
             }
             return;
         };
+        self.channels.withhold_events(false);
         // The UI first, as pi binds the new runtime to its mode before the `session_start`s.
         for ext in super::runtime_phases::renewable(self.ext.handle()) {
             ext.send(&json!({"type": "attachUi"}));
