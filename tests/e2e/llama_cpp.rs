@@ -43,7 +43,7 @@ out.decider = strip(await models.classify(decider, { state: { text: "BUY NOW" },
 return out;"#;
 
 /// A router with a model of each kind pi treats differently.
-fn router() -> LlamaRouter {
+pub(crate) fn router() -> LlamaRouter {
     let models = vec![
         json!({"id": "qwen-chat", "object": "model", "source": "preset",
             "status": {"value": "loaded", "args": ["llama-server", "--ctx-size", "32768"]},
