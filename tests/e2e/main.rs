@@ -30,6 +30,7 @@ mod extension_builtin_factories;
 mod extension_builtin_providers;
 mod extension_builtin_tools;
 mod extension_catalog_refresh_rules;
+mod extension_composed_models;
 mod extension_event_payloads;
 mod extension_event_stream;
 mod extension_host;

@@ -201,6 +201,18 @@ fn provider_config_json(registry: &ModelRegistry, provider: &str) -> Value {
             config.insert("authHeader".into(), json!(true));
         }
     }
+    // An extension's own `models` are the provider's, in its order (pi's composer): `type:id` each.
+    let registered = registry.extension_provider_config(provider).and_then(|c| c.get("models"));
+    if let Some(models) = registered.and_then(Value::as_array) {
+        let text = |m: &Value, key: &str| m.get(key).and_then(Value::as_str).map(str::to_string);
+        let order: Vec<String> = models
+            .iter()
+            .map(|m| {
+                format!("{}:{}", text(m, "type").unwrap_or_else(|| "chat".into()), text(m, "id").unwrap_or_default())
+            })
+            .collect();
+        config.insert("modelOrder".into(), json!(order));
+    }
     Value::Object(config)
 }
 

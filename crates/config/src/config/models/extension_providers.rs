@@ -101,6 +101,11 @@ impl ModelRegistry {
         self.apply_provider(name, pf).map_err(fail)
     }
 
+    /// The config the extensions registered for provider `name` (each registration's fields over the one before).
+    pub fn extension_provider_config(&self, name: &str) -> Option<&Value> {
+        self.extension_configs.get(name)
+    }
+
     /// pi's `unregisterProvider`: the provider's models and settings are
     /// again what they were before it was registered (nothing when it was not).
     pub fn unregister_provider(&mut self, name: &str) {

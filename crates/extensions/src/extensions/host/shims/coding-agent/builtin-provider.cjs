@@ -178,19 +178,23 @@ function radiusProvider(id, facts, auth, source, { stream, streamSimple }) {
 /**
  * pi's provider composer over built-in provider `id` that `models.json` or
  * an extension configures (`config`: `{name?, baseUrl?, apiKey?, headers?,
- * authHeader?}`, an extension's over the file's): pi-ai's object `base`
+ * authHeader?, modelOrder?}`, an extension's over the file's): pi-ai's object `base`
  * with the configured name and base URL, an API-key auth over its own
  * (the configured key and headers), its OAuth, refresh and filters; its
  * models are the provider's as configured (`source` as for `builtinProvider`),
  * its calls pi-ai's.
  */
 function configuredBuiltinProvider(id, config, base, source) {
-	// As pi's composer: the provider's own models (one configuration replaces, in its place), then the chat models it adds.
+	// As pi's composer: the provider's own models (one configuration replaces, in its place), then the chat models it adds;
+	// an extension's own `models` (`config.modelOrder`, `type:id` each) are the provider's, in their order.
 	const allModels = () => {
 		const builtinIds = builtinModelIds(id);
 		const chat = source.chat();
 		const added = chat.filter((model) => !builtinIds.has(model.id));
-		return [...chat.filter((model) => builtinIds.has(model.id)), ...source.typed("image"), ...source.typed("classifier"), ...added];
+		const composed = [...chat.filter((model) => builtinIds.has(model.id)), ...source.typed("image"), ...source.typed("classifier"), ...added];
+		if (!Array.isArray(config.modelOrder)) return composed;
+		const place = (model) => config.modelOrder.indexOf(`${model.type ?? "chat"}:${model.id}`);
+		return composed.sort((a, b) => place(a) - place(b));
 	};
 	const calls = { stream: base.stream, streamSimple: base.streamSimple, classify: source.calls.classify, generateImages: source.calls.generateImages };
 	return registeredProvider({ config }, id, { base, models: source.chat, allModels, calls });
