@@ -41,6 +41,7 @@ mod extension_mcp_auth_provider;
 mod extension_mcp_factory_options;
 mod extension_mcp_register_checks;
 mod extension_mcp_session_wait;
+mod extension_model_select_meanwhile;
 mod extension_order;
 mod extension_powershell_tool;
 mod extension_project_trust;

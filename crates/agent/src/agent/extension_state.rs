@@ -95,6 +95,8 @@ pub(crate) enum ExtSignal {
     SelectionsHandled {
         tag: Option<RequestTag>,
         result: Result<crate::op::Reply, crate::error::CoreError>,
+        /// Later ops waited for this answer.
+        held: bool,
     },
     /// The `input` hooks decided about extension `id`'s `sendUserMessage`
     /// (`params` with the resulting content), unless one handled it.

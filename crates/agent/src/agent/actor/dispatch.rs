@@ -74,6 +74,8 @@ impl Agent {
             self.models.sync_logins(self.workspace.agent_dir());
         }
         // A model or thinking level change is answered once the extensions had it (selection_events.rs).
+        // Later ops wait for a thinking level's answer, not for a model's (pi answers them meanwhile).
+        let holds_later_ops = matches!(pending.op, Op::SetThinkingLevel { .. } | Op::CycleThinkingLevel);
         let selects = matches!(
             pending.op,
             Op::SetModel { .. } | Op::CycleModel | Op::SetThinkingLevel { .. } | Op::CycleThinkingLevel
@@ -191,7 +193,7 @@ impl Agent {
             Op::ExportHtml { output_path } => self.export_html(output_path.as_deref()).map(Reply::ExportHtml),
         };
         if selects {
-            self.reply_after_selections(tag, result).await;
+            self.reply_after_selections(tag, result, holds_later_ops).await;
         } else {
             self.reply(tag, result).await;
         }

@@ -476,6 +476,9 @@ impl Agent {
                 "mcpCallTool" => self.sdk_session_mcp_call(&params, cancel, updates, reply),
                 _ => self.sdk_session_mcp_tools(id, &params, cancel, reply),
             },
+            ExtSignal::Host(HostSignal::Request { request: ExtRequest::SetModel(p), reply, .. }) => {
+                self.extension_set_model(&p, reply).await;
+            }
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;
                 let _ = reply.send(result);
@@ -515,7 +518,7 @@ impl Agent {
             ExtSignal::TreeSummaryDone { nav, decision, summary } => {
                 self.summarized_navigation(*nav, decision, *summary).await
             }
-            ExtSignal::SelectionsHandled { tag, result } => self.selections_handled(tag, result).await,
+            ExtSignal::SelectionsHandled { tag, result, held } => self.selections_handled(tag, result, held).await,
             ExtSignal::SessionHookDone { pending, cancelled } => {
                 self.ext.hook_done();
                 if cancelled {

@@ -1,6 +1,6 @@
 //! The requests pi's `ExtensionAPI` needs beyond the first protocol set
 //! (served for any extension, used by the TypeScript extension host): the
-//! active tools and every tool, the session tree, entry labels, model and
+//! active tools and every tool, the session tree, entry labels, the
 //! thinking level, abort, shutdown, the inter-extension event bus, the
 //! model registry. The host calls most of them synchronously, so each is
 //! answered at once from the actor's state.
@@ -70,11 +70,6 @@ impl Agent {
                 let label = text(&p, "label").filter(|l| !l.trim().is_empty());
                 let entry = self.session.label(target, label).map_err(|e| e.to_string())?;
                 Ok(json!({"entryId": entry}))
-            }
-            ExtRequest::SetModel(p) => {
-                let provider = text(&p, "provider").map(str::to_string);
-                let model = text(&p, "id").ok_or("\"id\" is required")?.to_string();
-                Ok(Value::Bool(self.set_model(provider, model).await.is_ok()))
             }
             ExtRequest::SetThinkingLevel(p) => {
                 let level = text(&p, "level").unwrap_or_default();

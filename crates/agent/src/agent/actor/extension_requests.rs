@@ -73,7 +73,6 @@ impl Agent {
             | ExtRequest::GetAllTools
             | ExtRequest::GetSession
             | ExtRequest::SetLabel(_)
-            | ExtRequest::SetModel(_)
             | ExtRequest::SetThinkingLevel(_)
             | ExtRequest::Abort
             | ExtRequest::Shutdown
@@ -88,6 +87,8 @@ impl Agent {
             ExtRequest::Mcp { method, params } => self.extension_mcp_request(id, &method, &params),
             // Served aside by the actor's loop (sdk_session_mcp.rs), never here.
             ExtRequest::SessionMcp { method, .. } => Err(format!("{method} is not served here")),
+            // Served aside by the actor's loop (selection_events.rs), never here.
+            ExtRequest::SetModel(_) => Err("setModel is not served here".to_string()),
             ExtRequest::Library(p) => crate::agent::extension_library::request(&p).await,
             ExtRequest::GetCommands => {
                 let commands: Vec<Value> = self

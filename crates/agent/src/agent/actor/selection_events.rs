@@ -4,8 +4,12 @@
 //! `set_thinking_level` / `cycle_thinking_level` once the
 //! `thinking_level_select` handlers started (it does not await them, so
 //! what a handler does after its first wait comes after the answer). The
-//! op's answer waits for them, and later ops wait for that answer. The
-//! other extensions get the events as notifications.
+//! op's answer waits for them; later ops wait for a thinking level's
+//! answer, not for a model's (pi runs each command as its own task: the
+//! model is already switched, so a `get_state` or a `prompt` sent while
+//! the `model_select` handlers run is answered at once and sees it). An
+//! extension's own `pi.setModel()` resolves once the handlers are done,
+//! its own included. The other extensions get the events as notifications.
 
 use serde_json::Value;
 
@@ -38,22 +42,66 @@ impl Agent {
     }
 
     /// Answer op `tag` with `result`, once the selection events it set off
-    /// were handled (at once when there were none); later ops wait.
-    pub(super) async fn reply_after_selections(&mut self, tag: Option<RequestTag>, result: Result<Reply, CoreError>) {
+    /// were handled (at once when there were none). `holds`: later ops wait
+    /// for that answer (a thinking level's, whose handlers only start); a
+    /// model's lets them go on meanwhile, as pi does.
+    pub(super) async fn reply_after_selections(
+        &mut self,
+        tag: Option<RequestTag>,
+        result: Result<Reply, CoreError>,
+        holds: bool,
+    ) {
         let Some(handled) = self.ext.take_selection() else { return self.reply(tag, result).await };
-        self.ext.hook_started();
+        if holds {
+            self.ext.hook_started();
+        } else {
+            // In flight like a command: a shutdown waits for its answer.
+            self.ext.command_started();
+        }
         let internal = self.channels.internal();
         tokio::spawn(async move {
             let _ = handled.await;
-            let signal = ExtSignal::SelectionsHandled { tag, result };
+            let signal = ExtSignal::SelectionsHandled { tag, result, held: holds };
             let _ = internal.send(Internal::Extension(Box::new(signal))).await;
         });
     }
 
-    /// [`ExtSignal::SelectionsHandled`]: the op's answer, then the ops that waited.
-    pub(super) async fn selections_handled(&mut self, tag: Option<RequestTag>, result: Result<Reply, CoreError>) {
+    /// [`ExtSignal::SelectionsHandled`]: the op's answer, then the ops that waited (`held`).
+    pub(super) async fn selections_handled(
+        &mut self,
+        tag: Option<RequestTag>,
+        result: Result<Reply, CoreError>,
+        held: bool,
+    ) {
+        if !held {
+            self.ext.command_done();
+            return self.reply(tag, result).await;
+        }
         self.ext.hook_done();
         self.reply(tag, result).await;
         self.release_deferred().await;
+    }
+
+    /// Extension `id`'s `pi.setModel()`: the model switches now, the call
+    /// resolves once the `model_select` handlers it set off are done (the
+    /// calling extension's own too, so the actor does not wait for them).
+    pub(super) async fn extension_set_model(
+        &mut self,
+        params: &Value,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    ) {
+        let provider = params.get("provider").and_then(Value::as_str).map(str::to_string);
+        let Some(model) = params.get("id").and_then(Value::as_str).map(str::to_string) else {
+            let _ = reply.send(Err("\"id\" is required".to_string()));
+            return;
+        };
+        let switched = Value::Bool(self.set_model(provider, model).await.is_ok());
+        let handled = self.ext.take_selection();
+        tokio::spawn(async move {
+            if let Some(handled) = handled {
+                let _ = handled.await;
+            }
+            let _ = reply.send(Ok(switched));
+        });
     }
 }

@@ -165,7 +165,7 @@ function onLine(line) {
 			} else if (event.type === "message_stream") {
 				receiveStream(event);
 			} else {
-				serial(() => onEvent(event));
+				inTurn(event);
 			}
 			break;
 		}
@@ -182,6 +182,17 @@ function receiveStream(stream) {
 	let last = serial(() => {});
 	for (const made of streamingMessage.receive(stream)) last = serial(() => onEvent(made()));
 	return last;
+}
+
+/**
+ * Handle `event` after those queued before it, but `model_select`: pi
+ * emits it on its own (a model switch's answer, or an extension's
+ * `pi.setModel()`, awaits its handlers), so they run beside whatever else
+ * this extension's handlers or hooks await, the handler calling
+ * `pi.setModel()` included.
+ */
+function inTurn(event) {
+	return event.type === "model_select" ? onEvent(event) : serial(() => onEvent(event));
 }
 
 async function onEvent(event) {
@@ -246,7 +257,7 @@ function onRequest(message) {
 	// An SDK session's go to that session's factory (session-mcp-tools.cjs).
 	else if (method === "mcp_auth") work = Promise.resolve().then(() => mcpAuthHandler(params)?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
 	// A notification pi awaits (`awaitEvents`): answered once its handlers are done, in event order with the others.
-	else if (method === "event") work = params?.type === "message_stream" ? receiveStream(params) : serial(() => onEvent(params));
+	else if (method === "event") work = params?.type === "message_stream" ? receiveStream(params) : inTurn(params);
 	// One pi emits without awaiting it (thinking_level_select): answered once its handlers started.
 	else if (method === "event_started")
 		work = new Promise((started) =>

@@ -64,6 +64,18 @@ pub(super) async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
                 move |ext, withdrawn| async move { serve_long(&ext, &method, params, withdrawn).await },
             );
         }
+        // `pi.setModel()`: handed to the agent in order; its answer, which
+        // waits for the `model_select` handlers (this extension's too), aside.
+        Incoming::Request { id, method, params } if method == "setModel" => {
+            let answer = hand_to_agent(ext, ExtRequest::SetModel(params)).await;
+            let ext = ext.clone();
+            tokio::spawn(async move {
+                let outcome = answer.await;
+                if let Some(id) = id {
+                    ext.send(&protocol::response(&id, outcome));
+                }
+            });
+        }
         Incoming::Request { id, method, params } => {
             // Served in order: what the extension sent first is emitted first.
             let outcome = handle_request(ext, &method, params).await;
@@ -100,11 +112,22 @@ where
 
 /// Hand a request to the agent and wait for its answer.
 async fn ask_agent(ext: &Extension, request: ExtRequest) -> Result<Value, String> {
+    hand_to_agent(ext, request).await.await
+}
+
+/// Hand a request to the agent now: its answer, to wait for.
+async fn hand_to_agent(
+    ext: &Extension,
+    request: ExtRequest,
+) -> impl std::future::Future<Output = Result<Value, String>> + Send + 'static {
     let (reply, answer) = oneshot::channel();
-    if !ext.signals.deliver(HostSignal::Request { id: ext.id, request, reply }).await {
-        return Err("the agent has shut down".to_string());
+    let delivered = ext.signals.deliver(HostSignal::Request { id: ext.id, request, reply }).await;
+    async move {
+        if !delivered {
+            return Err("the agent has shut down".to_string());
+        }
+        answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))
     }
-    answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))
 }
 
 /// Requests served aside from the reading loop (they call back into the extension).
