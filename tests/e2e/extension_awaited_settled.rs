@@ -185,6 +185,10 @@ async fn observe_deferrals(reference: bool) -> Value {
     pi.call("c", json!({"type": "get_commands"})).await;
     pi.send(json!({"id": "p1", "type": "prompt", "message": "hello"})).await;
     let mut lines = pi.until(|l| notified(l, "settling 0")).await;
+    // The run is over for pi while the handler waits.
+    pi.send(json!({"id": "s0", "type": "get_state"})).await;
+    lines.extend(pi.until(|l| l["id"] == "s0").await);
+    let streaming = lines.last().map(|state| state["data"]["isStreaming"].clone()).unwrap_or_default();
     pi.send(json!({"id": "p2", "type": "prompt", "message": "while settling"})).await;
     let settled = |count: usize| {
         let mut seen = 0;
@@ -199,7 +203,7 @@ async fn observe_deferrals(reference: bool) -> Value {
     let transcript: Vec<String> = lines.iter().filter_map(step).collect();
     let session = entries(&sb);
     pi.close_stdin();
-    json!({"transcript": transcript, "session": session, "asked": asked(&sb)})
+    json!({"transcript": transcript, "streaming": streaming, "session": session, "asked": asked(&sb)})
 }
 
 #[tokio::test]
@@ -209,6 +213,7 @@ async fn a_prompt_and_a_triggered_message_during_agent_settled_handlers_wait_for
     }
     let (ours, theirs) = tokio::join!(observe_deferrals(false), observe_deferrals(true));
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    assert_eq!(theirs["streaming"], json!(false));
     // What pi does, spelled out: the prompt is answered once `agent_settled`
     // is out, its run first, then the custom message's, then the user message's.
     let transcript: Vec<&str> =
