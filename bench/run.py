@@ -2,8 +2,8 @@
 """pi-rpc benchmarks, side by side with the reference pi 1.6.0.
 
 Usage: bench/run.py [--reference PATH_TO_PI_CLI_JS | --no-reference] [--node NODE] [--repeat N]
-                    [--only start,relay,sessions,spaced,long,bursts,extension,serve] [--sizes 1,10,100]
-                    [--turns 2000] [--pi PATH] [--no-build]
+                    [--only start,relay,sessions,spaced,long,bursts,extension,settled,serve] [--sizes 1,10,100]
+                    [--turns 2000] [--pi PATH] [--fake PATH] [--no-build]
 
 Figures (each a median of --repeat runs, with the range in brackets):
 - start: cold start to the first `get_state` answer and the peak RSS there
@@ -27,6 +27,10 @@ Figures (each a median of --repeat runs, with the range in brackets):
   start with the extension, and the host's own start against pi's extension
   load time (pi's start with the extension less without); and when the
   extension's `session_start` handler has run (its `setTitle` request is out);
+- settled: a prompt's run (a short reply) to its `agent_settled`, with no
+  extension and with one TypeScript extension that has an `agent_settled`
+  handler (awaited before the client's `agent_settled`, as pi awaits it):
+  what awaiting it costs a run;
 - serve: `pi serve` (bench/serve.py): memory per idle attached session
   (next to one pi 1.6.0 process per session, pi's way), 200 concurrent
   streams (server CPU per relayed delta), connection churn (RSS before and
@@ -469,6 +473,62 @@ def measure_extension(impl, node, runs):
 
 # ----- pi serve ------------------------------------------------------------
 
+# Extensions whose handler does nothing: one of `agent_settled` (awaited
+# before the client's `agent_settled`), one of an event no run awaits.
+SETTLED_HANDLER = """export default function (pi) {
+  pi.on("agent_settled", async () => {});
+}
+"""
+OTHER_HANDLER = SETTLED_HANDLER.replace("agent_settled", "session_shutdown")
+
+
+def measure_settled(impl, node, repeat):
+    """A prompt (a four-word reply) to its `agent_settled`, each run in one
+    process after a warm-up run, with no extension, with one whose handler
+    no run awaits, and with one that has an `agent_settled` handler: both
+    programs await that handler before the client's `agent_settled`."""
+    host = os.path.join(ROOT, "target/tools/extension-host")
+    if not os.path.isdir(os.path.join(host, "node_modules", "jiti")):
+        print("settled: skipped (run scripts/install-test-tools.sh)")
+        return {}
+    figures = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "script.json")
+        with open(script, "w") as f:
+            json.dump([{"textChunks": ["a ", "short ", "reply ", "here"]}] * (repeat + 1), f)
+        modules = {}
+        for name, source in (("settled.ts", SETTLED_HANDLER), ("other.ts", OTHER_HANDLER)):
+            modules[name] = os.path.join(tmp, name)
+            with open(modules[name], "w") as f:
+                f.write(source)
+        variants = (("settled_ms", "no extension", []),
+                    ("settled_other_ms", "one extension, no agent_settled handler", ["-e", modules["other.ts"]]),
+                    ("settled_handler_ms", "one agent_settled handler", ["-e", modules["settled.ts"]]))
+        for key, label, extension in variants:
+            with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
+                server = subprocess.Popen([FAKE, script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                try:
+                    models_json(agent_dir, server.stdout.readline().decode().strip())
+                    env = sandbox_env(agent_dir, {"PI_RPC_EXTENSION_HOST_DIR": host, "PI_RPC_NODE": node})
+                    agent = Agent(impl.cmd("--mode", "rpc", "--no-session", "--model", "bench/m", *extension), env, cwd)
+                    agent.send(b'{"type":"get_state"}\n')
+                    agent.until(is_response)
+                    runs = []
+                    for _ in range(repeat + 1):
+                        start = time.perf_counter()
+                        agent.send(b'{"type":"prompt","message":"go"}\n')
+                        agent.until(lambda h: h.startswith(b'{"type":"agent_settled"'))
+                        runs.append(time.perf_counter() - start)
+                    agent.close()
+                finally:
+                    server.kill()
+                    server.wait()
+            figure = Figure(runs[1:])  # the first run warms up
+            print(f"{impl.name}: prompt to agent_settled, {label}: {figure.fmt(1000, ' ms', 1)} ({repeat} runs)")
+            figures[key] = figure.median * 1000
+    return figures
+
+
 def measure_serve(pi, idle_sessions):
     """bench/serve.py's three figures (its defaults: 200 streams of 200 deltas, 10,000 churn cycles)."""
     import asyncio
@@ -502,6 +562,9 @@ GOALS = [
      "(median first get_state with the extension less without)", "ext_host_ms", "ms", None),
     ("one TypeScript extension: first get_state, the host's start included", "ext_ms", "ms", None),
     ("same, the extension's session_start ran (its setTitle request is out)", "ext_ready_ms", "ms", None),
+    ("a prompt to its agent_settled (a short reply), no extension", "settled_ms", "ms", None),
+    ("same, one extension with no agent_settled handler", "settled_other_ms", "ms", None),
+    ("same, one extension's agent_settled handler awaited", "settled_handler_ms", "ms", None),
     ("20,000 deltas relayed, wall", "relay20000_wall_ms", "ms", None),
     ("20,000 deltas, agent CPU", "relay20000_cpu_ms", "ms", None),
     ("100,000 deltas relayed, wall", "relay100000_wall_ms", "ms", 10),
@@ -585,7 +648,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20, help="cold starts measured (reference: a quarter)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each other figure")
-    parser.add_argument("--only", default="start,relay,sessions,spaced,long,bursts,extension,serve")
+    parser.add_argument("--only", default="start,relay,sessions,spaced,long,bursts,extension,settled,serve")
     parser.add_argument("--idle", type=int, default=2000, help="idle attached pi serve sessions")
     parser.add_argument("--sizes", default="1,10,100", help="session sizes in MB")
     parser.add_argument("--turns", type=int, default=2000, help="turns of the long-lived session")
@@ -596,8 +659,12 @@ def main():
     parser.add_argument("--node", default=DEFAULT_NODE if os.path.exists(DEFAULT_NODE) else "node",
                         help="node binary for --reference and the extension host")
     parser.add_argument("--pi", default=os.path.join(ROOT, "target", "release", "pi"), help="pi-rpc binary")
+    parser.add_argument("--fake", help="fake model server binary (default: the release build's)")
     parser.add_argument("--no-build", action="store_true")
     args = parser.parse_args()
+    if args.fake:
+        global FAKE
+        FAKE = os.path.abspath(args.fake)
     only = set(args.only.split(","))
     # The agents run in temporary directories: relative paths would not resolve there.
     args.pi = os.path.abspath(args.pi)
@@ -672,6 +739,10 @@ def main():
         node = args.node if args.node != "node" else os.environ.get("PI_RPC_NODE", "node")
         for impl in impls:
             results[impl.name].update(measure_extension(impl, node, max(3, args.runs // 4)))
+    if "settled" in only:
+        node = args.node if args.node != "node" else os.environ.get("PI_RPC_NODE", "node")
+        for impl in impls:
+            results[impl.name].update(measure_settled(impl, node, args.repeat))
     if "serve" in only:
         results["pi-rpc"].update(measure_serve(args.pi, args.idle))
         if "reference_idle_kib" in results["pi-rpc"] and "pi 1.6.0" in results:

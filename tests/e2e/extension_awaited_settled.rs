@@ -125,3 +125,113 @@ async fn settled_compact_and_tree_handlers_are_awaited_as_pi_awaits_them() {
     let at = |what: &str| tree.iter().position(|s| s == what);
     assert!(at("notify session_tree") < at("notify navigated"), "{tree:?}");
 }
+
+/// An `agent_settled` handler that, after the first run, says it waits,
+/// waits, then sends a custom message that triggers a turn (`deliverAs`
+/// steering, which the run that is over cannot take), a follow-up user
+/// message, and a custom message that triggers nothing.
+const DEFERRING_HANDLER: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export default function (pi: ExtensionAPI) {
+  let settled = 0;
+  pi.on("agent_settled", async (_event, ctx) => {
+    const run = settled++;
+    ctx.ui.notify(`settling ${run}`, "info");
+    if (run !== 0) return;
+    await pause(400);
+    pi.sendMessage(
+      { customType: "settled-note", content: "noted after the run", display: true },
+      { triggerTurn: true, deliverAs: "steer" },
+    );
+    pi.sendUserMessage("and a follow-up", { deliverAs: "followUp" });
+    pi.sendMessage({ customType: "settled-aside", content: "an aside", display: true });
+    ctx.ui.notify(`settled ${run} done`, "info");
+  });
+}
+"#;
+
+/// What the model was asked: each request's messages, role and text.
+fn asked(sb: &crate::harness::Sandbox) -> Vec<Vec<String>> {
+    let text = |message: &Value| match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(" "),
+        _ => String::new(),
+    };
+    let request = |body: &Value| -> Vec<String> {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let said =
+            |m: &Value| (m["role"] != "system").then(|| format!("{} {}", m["role"].as_str().unwrap_or(""), text(m)));
+        messages.iter().filter_map(said).collect()
+    };
+    sb.server().requests().iter().map(|r| request(&r.body)).collect()
+}
+
+/// What one program showed when a client's `prompt` arrives while the first
+/// run's `agent_settled` handler waits, and that handler then sends a custom
+/// message with `triggerTurn`: the transcript, the session's entries, what the
+/// model was asked.
+async fn observe_deferrals(reference: bool) -> Value {
+    let sb = crate::harness::Sandbox::with_server().await;
+    sb.write_models(&sb.server().base_url(), json!({}));
+    sb.server().push(Reply::text("first answer"));
+    sb.server().push(Reply::text("second answer"));
+    sb.server().push(Reply::text("third answer"));
+    sb.server().push(Reply::text("fourth answer"));
+    sb.server().set_fallback(Reply::text("more"));
+    write_module(&sb, "deferring.ts", DEFERRING_HANDLER);
+    let Some(mut pi) = start(&sb, reference, json!({})) else { return Value::Null };
+    pi.call("c", json!({"type": "get_commands"})).await;
+    pi.send(json!({"id": "p1", "type": "prompt", "message": "hello"})).await;
+    let mut lines = pi.until(|l| notified(l, "settling 0")).await;
+    // The run is over for pi while the handler waits.
+    pi.send(json!({"id": "s0", "type": "get_state"})).await;
+    lines.extend(pi.until(|l| l["id"] == "s0").await);
+    let streaming = lines.last().map(|state| state["data"]["isStreaming"].clone()).unwrap_or_default();
+    pi.send(json!({"id": "p2", "type": "prompt", "message": "while settling"})).await;
+    let settled = |count: usize| {
+        let mut seen = 0;
+        move |line: &Value| {
+            seen += usize::from(line["type"] == "agent_settled");
+            seen == count
+        }
+    };
+    // The first run's end, then the runs of the client's prompt, the custom message, the user message.
+    lines.extend(pi.until(settled(4)).await);
+    pi.call("s", json!({"type": "get_state"})).await;
+    let transcript: Vec<String> = lines.iter().filter_map(step).collect();
+    let session = entries(&sb);
+    pi.close_stdin();
+    json!({"transcript": transcript, "streaming": streaming, "session": session, "asked": asked(&sb)})
+}
+
+#[tokio::test]
+async fn a_prompt_and_a_triggered_message_during_agent_settled_handlers_wait_for_it_as_in_pi() {
+    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
+        return;
+    }
+    let (ours, theirs) = tokio::join!(observe_deferrals(false), observe_deferrals(true));
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    assert_eq!(theirs["streaming"], json!(false));
+    // What pi does, spelled out: the prompt is answered once `agent_settled`
+    // is out, its run first, then the custom message's, then the user message's.
+    let transcript: Vec<&str> =
+        theirs["transcript"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let at = |what: &str, from: usize| transcript.iter().skip(from).position(|s| *s == what).map(|i| i + from);
+    let first_settled = at("agent_settled", 0).unwrap_or(usize::MAX);
+    assert_eq!(at("response prompt", 1).map(|i| i == first_settled + 1), Some(true), "{transcript:?}");
+    let asked = theirs["asked"].as_array().cloned().unwrap_or_default();
+    let last = |request: &Value| request.as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+    let lasts: Vec<Value> = asked.iter().map(last).collect();
+    assert_eq!(
+        lasts,
+        vec![
+            json!("user hello"),
+            json!("user while settling"),
+            json!("user noted after the run"),
+            json!("user and a follow-up")
+        ],
+        "{asked:?}"
+    );
+}

@@ -10,6 +10,7 @@
 //! `client_ops`, `login_ops` and `mcp_ops`. This file is the loop: ops and
 //! the background tasks' messages in, state kept in step with a run's events.
 
+mod after_settled;
 mod bash_ops;
 mod builtin_factories;
 mod cache_warming;
@@ -428,15 +429,16 @@ impl Agent {
     /// `agent_settled`).
     async fn run_finished(&mut self, run_id: u64) {
         let Some(held) = self.activity.end_run(run_id) else { return };
+        let mut deferred = Vec::new();
         for message in held {
             match message {
                 HeldMessage::Bash(message) => self.append_message(message),
                 HeldMessage::Custom(message) => self.append_and_announce(message).await,
-                HeldMessage::SettledUserMessage { extension, params } => {
-                    Box::pin(self.send_settled_user_message(extension, &params)).await
-                }
+                HeldMessage::AfterSettled(action) => deferred.push(action),
             }
         }
+        deferred.extend(self.activity.take_carried());
+        Box::pin(self.after_settled(deferred)).await;
         self.activity_ended().await;
     }
 

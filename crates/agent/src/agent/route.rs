@@ -28,6 +28,9 @@ pub(super) enum Route {
     /// Held until the extensions have started and no session hook decides;
     /// routed again then.
     AfterExtensions,
+    /// Held until the run's `agent_settled` is out (its handlers run: pi's
+    /// run is over, and pi defers a prompt until then); routed again then.
+    AfterSettled,
     /// The extensions see it first (commands, templates and skills, the
     /// `input` and session hooks, `get_commands`), and may take it; then `Policy`.
     ThroughExtensions(Policy),
@@ -81,6 +84,7 @@ fn route_kind(kind: OpKind, aborting: bool, activity: &Activity, gate: Gate) -> 
         ExtensionUiResponse | ClientResponse | SetApprovalMode | PendingRequests => Route::Direct(policy),
         Shutdown if aborting => Route::Direct(policy),
         _ if !gate.open => Route::AfterExtensions,
+        Prompt | SendUserMessage if activity.is_settling() => Route::AfterSettled,
         _ => Route::ThroughExtensions(policy),
     }
 }
@@ -169,6 +173,7 @@ mod tests {
                         policy
                     }
                     Route::AfterExtensions => panic!("{kind:?} held with the gate open"),
+                    Route::AfterSettled => panic!("{kind:?} held for agent_settled"),
                 };
                 (kind, policy)
             })
@@ -202,6 +207,21 @@ mod tests {
                 OPEN,
                 &[(SWITCHES, Policy::AfterActivity), (&[OpKind::Compact], Policy::AfterActivity)],
             );
+        }
+    }
+
+    #[test]
+    fn while_agent_settled_handlers_run_prompts_wait_for_it_and_the_rest_is_as_during_the_run() {
+        let mut settling = running();
+        let run_id = settling.run_id().unwrap_or_default();
+        settling.begin_settling(run_id);
+        for &kind in OpKind::ALL {
+            let route = route_kind(kind, false, &settling, OPEN);
+            let prompt = matches!(kind, OpKind::Prompt | OpKind::SendUserMessage);
+            assert_eq!(route == Route::AfterSettled, prompt, "{kind:?}");
+            if !prompt {
+                assert_eq!(route, route_kind(kind, false, &running(), OPEN), "{kind:?}");
+            }
         }
     }
 

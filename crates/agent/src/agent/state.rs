@@ -23,6 +23,10 @@ pub(super) struct Activity {
     deferred: DeferredQueue,
     /// Messages that arrived during a run; they join the conversation when it ends.
     held: Vec<HeldMessage>,
+    /// What an earlier run's `agent_settled` deferred and a run it started
+    /// left waiting: done once that run's own deferred work is done (pi
+    /// awaits each deferred prompt's whole run before the next).
+    carried: Vec<AfterSettled>,
     next_run_id: u64,
 }
 
@@ -34,6 +38,7 @@ impl Default for Activity {
             shutdown: None,
             deferred: DeferredQueue::default(),
             held: Vec::new(),
+            carried: Vec::new(),
             next_run_id: 1,
         }
     }
@@ -184,6 +189,23 @@ impl Activity {
     /// `agent_settled` handlers run).
     pub(super) fn is_run_active(&self) -> bool {
         self.work.run().is_some_and(|r| !r.settling)
+    }
+
+    /// What pi defers while the run's `agent_settled` handlers run: done
+    /// once `agent_settled` is out, in arrival order.
+    pub(super) fn defer_until_settled(&mut self, action: AfterSettled) {
+        self.held.push(HeldMessage::AfterSettled(action));
+    }
+
+    /// Deferred work a run started by an earlier deferral left waiting: it
+    /// goes after the work the current run defers.
+    pub(super) fn carry_after_settled(&mut self, actions: Vec<AfterSettled>) {
+        self.carried.extend(actions);
+    }
+
+    /// The deferred work carried from an earlier run.
+    pub(super) fn take_carried(&mut self) -> Vec<AfterSettled> {
+        std::mem::take(&mut self.carried)
     }
 
     /// A message that arrived during the run: it joins the conversation when the run ends.
@@ -429,9 +451,23 @@ pub(super) enum HeldMessage {
     Bash(AgentMessage),
     /// An extension's custom message sent with `triggerTurn: false` (announced).
     Custom(AgentMessage),
-    /// An extension's `sendUserMessage` (its params) while the run's
-    /// `agent_settled` handlers ran: as pi, sent once `agent_settled` is out.
-    SettledUserMessage { extension: usize, params: serde_json::Value },
+    /// What arrived while the run's `agent_settled` handlers ran and pi
+    /// defers until `agent_settled` is out.
+    AfterSettled(AfterSettled),
+}
+
+/// What pi 1.6.0 defers while a run's `agent_settled` handlers run (its
+/// run is over, the next not started): done once `agent_settled` is out,
+/// in arrival order, each run it starts to its end before the next.
+#[derive(Debug)]
+pub(super) enum AfterSettled {
+    /// A client's `prompt` (routed again then: commands, `input` hooks and
+    /// all, as pi's deferred `prompt()` starts over).
+    Op(Pending),
+    /// An extension's `sendUserMessage` (its params), whatever its `deliverAs`.
+    UserMessage { extension: usize, params: serde_json::Value },
+    /// An extension's `sendMessage` with `triggerTurn: true` (its params).
+    TriggeringMessage { extension: usize, params: serde_json::Value },
 }
 
 #[cfg(test)]

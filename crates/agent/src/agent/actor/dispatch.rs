@@ -5,7 +5,7 @@ use super::Agent;
 use crate::agent::Output;
 use crate::agent::internal::QueueKind;
 use crate::agent::route::{Gate, Policy, Route, route};
-use crate::agent::state::{Hold, Pending};
+use crate::agent::state::{AfterSettled, Hold, Pending};
 use crate::error::CoreError;
 use crate::op::{Op, Reply, RequestTag, TreeWithLeaf};
 
@@ -28,6 +28,7 @@ impl Agent {
         let gate = Gate { open: !self.ext.gated(), accepted: pending.accepted };
         let (pending, policy) = match route(&pending.op, &self.activity, gate) {
             Route::AfterExtensions => return self.activity.hold(Hold::Extensions, pending),
+            Route::AfterSettled => return self.activity.defer_until_settled(AfterSettled::Op(pending)),
             Route::ThroughExtensions(policy) => {
                 let Some(pending) = self.through_extensions(pending).await else { return };
                 (pending, policy)

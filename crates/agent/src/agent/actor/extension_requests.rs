@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::Agent;
 use crate::agent::internal::QueueKind;
-use crate::agent::state::{HeldMessage, Pending};
+use crate::agent::state::{AfterSettled, Pending};
 use crate::event::AgentEvent;
 use crate::extensions::ExtRequest;
 use crate::extensions::hooks::custom_message;
@@ -47,7 +47,7 @@ impl Agent {
         };
         let result = match request {
             ExtRequest::SendUserMessage(p) => self.ext_send_user_message(id, &p).await,
-            ExtRequest::SendMessage(p) => self.ext_send_message(&p).await,
+            ExtRequest::SendMessage(p) => self.ext_send_message(id, &p).await,
             ExtRequest::AppendEntry(p) => {
                 let custom_type = p.get("customType").and_then(Value::as_str).filter(|s| !s.is_empty());
                 let custom_type = custom_type.ok_or("\"customType\" is required")?;
@@ -130,8 +130,7 @@ impl Agent {
         let (text, images) = user_content(p)?;
         if self.activity.is_settling() {
             // pi sends it once `agent_settled` is out, as a new prompt.
-            let params = p.clone();
-            self.activity.hold_message(HeldMessage::SettledUserMessage { extension: id, params });
+            self.activity.defer_until_settled(AfterSettled::UserMessage { extension: id, params: p.clone() });
             return Ok(Value::Null);
         }
         if p.get("expandPromptTemplates").and_then(Value::as_bool) == Some(true) {
@@ -153,21 +152,27 @@ impl Agent {
     /// Deliver a user message the `input` hooks let through; failures are `extension_error`s.
     pub(super) async fn deliver_user_message(&mut self, id: usize, p: &Value) {
         if let Err(error) = self.send_user_message_now(p).await {
-            self.report_user_message_error(id, error).await;
+            self.report_message_error(id, "sendUserMessage", error).await;
         }
     }
 
-    /// A user message held while a run's `agent_settled` handlers ran, sent
-    /// now that the run is over; failures are `extension_error`s.
-    pub(super) async fn send_settled_user_message(&mut self, id: usize, p: &Value) {
-        if let Err(error) = Box::pin(self.ext_send_user_message(id, p)).await {
-            self.report_user_message_error(id, error).await;
+    /// A user message or a turn-triggering custom message held while a
+    /// run's `agent_settled` handlers ran, sent now that the run is over;
+    /// failures are `extension_error`s.
+    pub(super) async fn send_settled_message(&mut self, id: usize, p: &Value, user: bool) {
+        let sent = if user {
+            Box::pin(self.ext_send_user_message(id, p)).await
+        } else {
+            Box::pin(self.ext_send_message(id, p)).await
+        };
+        if let Err(error) = sent {
+            self.report_message_error(id, if user { "sendUserMessage" } else { "sendMessage" }, error).await;
         }
     }
 
-    async fn report_user_message_error(&mut self, id: usize, error: String) {
+    async fn report_message_error(&mut self, id: usize, event: &str, error: String) {
         let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
-        let event = "sendUserMessage".to_string();
+        let event = event.to_string();
         self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
     }
 
@@ -197,15 +202,25 @@ impl Agent {
     /// A custom message (pi's `sendMessage`): `nextTurn` waits for the next
     /// prompt; during a run it is steered / followed up, or appended when the
     /// turn ends (`triggerTurn: false`); while idle it starts a run
-    /// (`triggerTurn: true`) or is only appended.
-    async fn ext_send_message(&mut self, p: &Value) -> Result<Value, String> {
+    /// (`triggerTurn: true`) or is only appended. While the run's
+    /// `agent_settled` handlers run, the run is over for it, as for pi: one
+    /// that triggers a turn waits until `agent_settled` is out, any other is
+    /// appended.
+    async fn ext_send_message(&mut self, id: usize, p: &Value) -> Result<Value, String> {
         let message = custom_message(p)?;
         let trigger = p.get("triggerTurn").and_then(Value::as_bool);
         if deliver_as(p) == Some("nextTurn") {
             self.ext.queue_next_turn(message);
             return Ok(Value::Null);
         }
-        if self.activity.is_running() {
+        if self.activity.is_settling() {
+            if trigger == Some(true) {
+                let params = p.clone();
+                self.activity.defer_until_settled(AfterSettled::TriggeringMessage { extension: id, params });
+            } else {
+                self.append_and_announce(message).await;
+            }
+        } else if self.activity.is_running() {
             if trigger == Some(false) {
                 self.defer_custom_message(message);
             } else if deliver_as(p) == Some("followUp") {

@@ -54,7 +54,8 @@ impl Agent {
         StateSnapshot {
             model: Some(self.models.shared_model()),
             thinking_level: self.models.thinking(),
-            is_streaming: self.activity.is_running(),
+            // pi's run is over while its `agent_settled` handlers run.
+            is_streaming: self.activity.is_run_active(),
             is_compacting: self.is_compacting(),
             is_bash_running: self.activity.is_bash_running(),
             steering_mode: self.queues.mode(QueueKind::Steering),
