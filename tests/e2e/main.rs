@@ -54,6 +54,7 @@ mod extension_sdk_autocompact;
 mod extension_sdk_bugrep;
 mod extension_sdk_clients;
 mod extension_sdk_default_settings;
+mod extension_sdk_images;
 mod extension_sdk_members;
 mod extension_sdk_model_catalogs;
 mod extension_sdk_model_logins;

@@ -53,7 +53,7 @@ fn dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
 
 /// Every image of a request body (`data:` URLs) as `[mimeType, width, height]`,
 /// and every text that notes an image (or stands for one), in order.
-fn images_and_notes(body: &Value, images: &mut Vec<Value>, notes: &mut Vec<Value>) {
+pub(crate) fn images_and_notes(body: &Value, images: &mut Vec<Value>, notes: &mut Vec<Value>) {
     match body {
         Value::String(s) if s.starts_with("data:image/") => {
             let (head, data) = s.split_once(";base64,").unwrap_or((s, ""));
@@ -68,9 +68,25 @@ fn images_and_notes(body: &Value, images: &mut Vec<Value>, notes: &mut Vec<Value
     }
 }
 
+/// Each model request's images and notes (see [`images_and_notes`]).
+pub(crate) fn requested_images(sb: &crate::harness::Sandbox) -> Value {
+    let requests = sb.server().requests();
+    let described = requests.iter().map(|r| {
+        let (mut images, mut notes) = (Vec::new(), Vec::new());
+        images_and_notes(&r.body["messages"], &mut images, &mut notes);
+        json!({"images": images, "notes": notes})
+    });
+    Value::Array(described.collect())
+}
+
 /// One program's run: a prompt with a 2400x600 PNG, the model calls `snap`
 /// (a 300x2600 PNG), then answers. What each model request carried.
 async fn run(reference: bool, images_setting: Value) -> Option<Value> {
+    run_with_model(reference, images_setting, json!({})).await
+}
+
+/// [`run`] with the model's `input_limits` (its `inputLimits` in `models.json`).
+async fn run_with_model(reference: bool, images_setting: Value, input_limits: Value) -> Option<Value> {
     let setup = |sb: &crate::harness::Sandbox| {
         let path = sb.agent_dir.path().join("settings.json");
         let mut settings: Value =
@@ -78,7 +94,11 @@ async fn run(reference: bool, images_setting: Value) -> Option<Value> {
         settings["images"] = images_setting.clone();
         std::fs::write(&path, settings.to_string()).expect("write the settings");
         std::fs::write(sb.cwd.path().join("tall.png"), gray_png(300, 2600)).expect("write the image");
-        sb.write_models(&sb.server().base_url(), json!({"input": ["text", "image"]}));
+        let mut model = json!({"input": ["text", "image"]});
+        if input_limits != json!({}) {
+            model["inputLimits"] = input_limits.clone();
+        }
+        sb.write_models(&sb.server().base_url(), model);
     };
     let replies = [Reply::tool_call("c1", "snap", "{}"), Reply::text("Done.")];
     let (mut pi, sb) = start_module(reference, ("snap.ts", SNAP), &replies, &setup).await?;
@@ -86,17 +106,7 @@ async fn run(reference: bool, images_setting: Value) -> Option<Value> {
     let image = json!({"type": "image", "data": data, "mimeType": "image/png"});
     pi.send(json!({"id": "p", "type": "prompt", "message": "look", "images": [image]})).await;
     pi.until_type("agent_settled").await;
-    let requests: Vec<Value> = sb
-        .server()
-        .requests()
-        .iter()
-        .map(|r| {
-            let (mut images, mut notes) = (Vec::new(), Vec::new());
-            images_and_notes(&r.body["messages"], &mut images, &mut notes);
-            json!({"images": images, "notes": notes})
-        })
-        .collect();
-    Some(json!(requests))
+    Some(requested_images(&sb))
 }
 
 #[tokio::test]
@@ -126,5 +136,18 @@ async fn blocked_images_reach_the_model_as_pis_note() {
     let Some(theirs) = run(true, json!({"blockImages": true})).await else { return };
     assert_eq!(ours[1]["images"], json!([]), "{ours}");
     assert!(ours[1]["notes"].to_string().contains("Image reading is disabled."), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_models_input_limits_fit_its_prompt_and_tool_images_as_in_pi() {
+    // models.json's own limits for the model: 1000x1000 and 300KB of base64.
+    let limits = json!({"images": {"resize": {"maxWidth": 1000, "maxHeight": 1000, "maxBytes": 300000}}});
+    let Some(ours) = run_with_model(false, json!({}), limits.clone()).await else { return };
+    let Some(theirs) = run_with_model(true, json!({}), limits).await else { return };
+    assert_eq!(ours[1]["images"][0][1], json!(1000), "{ours}");
+    assert_eq!(ours[1]["images"][1][2], json!(1000), "{ours}");
+    let notes = ours[1]["notes"].to_string();
+    assert!(notes.contains("[Image: original 2400x600, displayed at 1000x250."), "{notes}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

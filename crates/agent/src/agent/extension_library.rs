@@ -260,6 +260,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "packages" => crate::agent::extension_packages::call(args),
         "convertToPng" => crate::agent::extension_images::convert(args),
         "resizeImage" => crate::agent::extension_images::resize_image(args),
+        "prepareUserImages" => crate::agent::extension_images::prepare(args, false),
+        "prepareToolResultImages" => crate::agent::extension_images::prepare(args, true),
         "exportSessionHtml" => export_session_html(args.first().unwrap_or(&Value::Null)),
         // pi's `parseArgs(args)`, from pi-rpc's own command-line table.
         "parseArgs" => Ok(pi_config::cli_args_pi::pi_args(&arg::<Vec<String>>(args, 0, "args")?)),

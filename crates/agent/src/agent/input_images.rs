@@ -16,20 +16,19 @@ fn has_image(blocks: &[ContentBlock]) -> bool {
 /// `prepare` of `blocks` on a blocking thread (`None`: nothing changed).
 async fn prepared(
     blocks: &[ContentBlock],
-    resize: bool,
+    resize: Option<Limits>,
     prepare: fn(&[ContentBlock], Option<&Limits>) -> Option<Vec<ContentBlock>>,
 ) -> Option<Vec<ContentBlock>> {
     if !has_image(blocks) {
         return None;
     }
     let blocks = blocks.to_vec();
-    let limits = resize.then(Limits::default);
-    tokio::task::spawn_blocking(move || prepare(&blocks, limits.as_ref())).await.ok().flatten()
+    tokio::task::spawn_blocking(move || prepare(&blocks, resize.as_ref())).await.ok().flatten()
 }
 
 /// A user message with its images prepared (pi's `_normalizePromptImages`);
 /// any other message as it is.
-pub(crate) async fn user_message_prepared(mut message: AgentMessage, resize: bool) -> AgentMessage {
+pub(crate) async fn user_message_prepared(mut message: AgentMessage, resize: Option<Limits>) -> AgentMessage {
     if let AgentMessage::User(user) = &mut message
         && let UserContent::Blocks(blocks) = &mut user.content
         && let Some(ready) = prepared(blocks, resize, prepare_user_images).await
@@ -41,7 +40,7 @@ pub(crate) async fn user_message_prepared(mut message: AgentMessage, resize: boo
 
 /// A tool result's content with its images prepared (pi's
 /// `normalizeToolResultImages`), or as it is.
-pub(crate) async fn tool_result_prepared(content: &mut Vec<ContentBlock>, resize: bool) {
+pub(crate) async fn tool_result_prepared(content: &mut Vec<ContentBlock>, resize: Option<Limits>) {
     if let Some(ready) = prepared(content, resize, prepare_tool_result_images).await {
         *content = ready;
     }

@@ -351,7 +351,7 @@ async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut
 /// One message into the turn; a user message's images prepared first, as pi
 /// prepares a prompt's (after `before_agent_start`) and a queued one's.
 async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mut Vec<AgentMessage>) {
-    let message = super::input_images::user_message_prepared(message, s.tool_ctx.resize_images).await;
+    let message = super::input_images::user_message_prepared(message, s.tool_ctx.image_resize).await;
     s.emitter.emit(AgentEvent::MessageStart { message: Box::new(message.clone()) }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: Box::new(message.clone()) }).await;
     new_messages.push(s.emitter.replaced(message));
@@ -454,6 +454,10 @@ async fn low_level_run(
                     Ok(routed) => {
                         (s.model, s.thinking, s.provider) = (routed.model, routed.thinking, routed.provider);
                         (s.api_key, s.headers) = (routed.api_key, routed.headers);
+                        // As pi, the routed model's image limits apply from here on.
+                        if s.tool_ctx.image_resize.is_some() {
+                            s.tool_ctx.image_resize = Some(crate::tools::image::Limits::of_model(&s.model));
+                        }
                     }
                     Err(error) => {
                         s.model = router.virtual_model().clone();

@@ -168,6 +168,9 @@ struct ModelFile {
     /// `promptCache`: the cache lifetimes (seconds) of the `short` and `long`
     /// tiers, which cache warming reads; kept among the model's other members.
     prompt_cache: Option<Map<String, Value>>,
+    /// `inputLimits` (pi-ai's: `images.resize`, the limits the model's
+    /// images are fitted into); kept among the model's other members.
+    input_limits: Option<Map<String, Value>>,
 }
 
 /// `models.json` (none when missing or empty).
@@ -413,7 +416,10 @@ impl ModelRegistry {
                 headers: mf.headers,
                 thinking_level_map: mf.thinking_level_map,
                 compat,
-                extra: mf.prompt_cache.map(|c| ("promptCache".to_string(), Value::Object(c))).into_iter().collect(),
+                extra: [("promptCache", mf.prompt_cache), ("inputLimits", mf.input_limits)]
+                    .into_iter()
+                    .filter_map(|(key, value)| Some((key.to_string(), Value::Object(value?))))
+                    .collect(),
             };
             match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
                 Some(existing) => *existing = Slot::Own(Box::new(model)),

@@ -9,9 +9,10 @@
 //! extension's.
 //!
 //! `runBuiltinTool` params: `{toolName, toolCallId, input, cwd?, env?: {name:
-//! value}, callId?, operations?: {handle, supplied: [names]}, resizeImages?}`
-//! (`resizeImages: false`: `read` sends images as they are, pi's
-//! `autoResizeImages: false`); its result is
+//! value}, callId?, operations?: {handle, supplied: [names]}, resizeImages?,
+//! resizeOptions?}` (`resizeImages: false`: `read` sends images as they are,
+//! pi's `autoResizeImages: false`; `resizeOptions`: the model's
+//! `inputLimits.images.resize`, over pi's defaults); its result is
 //! `{content, details?, isError}`. While it runs, partial results go to the
 //! extension as `builtinToolUpdate` notifications (`{callId, content,
 //! details?}`). `builtinTools` answers each built-in's `name, description,
@@ -70,7 +71,10 @@ pub(super) async fn run(ext: Arc<Extension>, params: Value, temp_dir: PathBuf, c
     ctx.cancel = cancel;
     ctx.temp_dir = temp_dir;
     ctx.tool_call_id = text("toolCallId");
-    ctx.resize_images = params.get("resizeImages").and_then(Value::as_bool).unwrap_or(true);
+    ctx.image_resize = match params.get("resizeImages") {
+        Some(Value::Bool(false)) => None,
+        _ => Some(crate::tools::image::Limits::from_options(params.get("resizeOptions"))),
+    };
     if let Some(env) = params.get("env").and_then(Value::as_object) {
         ctx.env = env.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect();
     }

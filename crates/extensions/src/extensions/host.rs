@@ -108,6 +108,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/session-codemode.cjs", include_str!("host/shims/coding-agent/session-codemode.cjs")),
     ("shims/coding-agent/session-mcp-tools.cjs", include_str!("host/shims/coding-agent/session-mcp-tools.cjs")),
     ("shims/coding-agent/session-nested-calls.cjs", include_str!("host/shims/coding-agent/session-nested-calls.cjs")),
+    ("shims/coding-agent/session-images.cjs", include_str!("host/shims/coding-agent/session-images.cjs")),
     ("shims/coding-agent/session-tool-options.cjs", include_str!("host/shims/coding-agent/session-tool-options.cjs")),
     ("shims/coding-agent/session-loadout.cjs", include_str!("host/shims/coding-agent/session-loadout.cjs")),
     ("shims/coding-agent/session-reload.cjs", include_str!("host/shims/coding-agent/session-reload.cjs")),

@@ -167,6 +167,31 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// pi's `ImageResizeOptions` object (`maxWidth`, `maxHeight`,
+    /// `maxBytes`, `jpegQuality`) over the defaults: a field left out, or
+    /// not a positive number, keeps its default.
+    pub fn from_options(options: Option<&serde_json::Value>) -> Limits {
+        let number = |key: &str| {
+            options.and_then(|o| o.get(key)).and_then(serde_json::Value::as_f64).filter(|n| n.is_finite() && *n > 0.0)
+        };
+        let defaults = Limits::default();
+        Limits {
+            max_width: number("maxWidth").map_or(defaults.max_width, |n| n as u32),
+            max_height: number("maxHeight").map_or(defaults.max_height, |n| n as u32),
+            max_bytes: number("maxBytes").map_or(defaults.max_bytes, |n| n as usize),
+            jpeg_quality: number("jpegQuality").map_or(defaults.jpeg_quality, |n| n.min(100.0) as u8),
+        }
+    }
+
+    /// The limits a model's images are fitted into, as pi reads them: its
+    /// own `inputLimits.images.resize` over pi's defaults.
+    pub fn of_model(model: &pi_types::model::Model) -> Limits {
+        let resize = model.extra.get("inputLimits").and_then(|l| l.get("images")).and_then(|i| i.get("resize"));
+        Limits::from_options(resize)
+    }
+}
+
 /// An image fitted into [`Limits`] (pi's `ResizedImage`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resized {
@@ -317,6 +342,19 @@ pub fn process_image(bytes: &[u8], mime: &str, resize: Option<&Limits>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_models_resize_limits_go_over_pis_defaults_field_by_field() {
+        let mut model: pi_types::model::Model = serde_json::from_value(serde_json::json!({
+            "id": "m", "name": "m", "api": "openai-completions", "provider": "p", "baseUrl": "http://x",
+            "reasoning": false, "input": ["text", "image"],
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 1, "maxTokens": 1}))
+        .unwrap();
+        assert_eq!(Limits::of_model(&model), Limits::default());
+        let limits = serde_json::json!({"images": {"resize": {"maxWidth": 640, "maxBytes": 1000, "jpegQuality": -1}}});
+        model.extra.insert("inputLimits".into(), limits);
+        assert_eq!(Limits::of_model(&model), Limits { max_width: 640, max_bytes: 1000, ..Limits::default() });
+    }
 
     pub(crate) fn png_bytes(w: u32, h: u32) -> Vec<u8> {
         let img = DynamicImage::ImageRgb8(image::RgbImage::from_fn(w, h, |x, y| {

@@ -132,8 +132,10 @@ pub struct ToolContext {
     pub session: Option<Arc<dyn SessionLink>>,
     /// The session's `shellPath` and `shellCommandPrefix` (the `bash` tool's).
     pub shell: shell::ShellSettings,
-    /// Whether `read` resizes images to pi's limits (the settings' `images.autoResize`).
-    pub resize_images: bool,
+    /// The limits `read` (and the session) fit images into: the model's
+    /// `inputLimits.images.resize` over pi's defaults; `None` sends them as
+    /// they are (the settings' `images.autoResize: false`).
+    pub image_resize: Option<image::Limits>,
 }
 
 impl ToolContext {
@@ -152,7 +154,7 @@ impl ToolContext {
             nested: None,
             session: None,
             shell: shell::ShellSettings::default(),
-            resize_images: true,
+            image_resize: Some(image::Limits::default()),
         }
     }
 

@@ -258,7 +258,7 @@ impl Tool for ReadTool {
         let limit = args.get("limit").and_then(Value::as_f64).map(f64::floor);
         let absolute = resolve_read_path(path, &ctx.cwd);
         if let Some(ops) = ctx.ops() {
-            return read_through(&ops, path, &absolute, offset, limit, ctx.resize_images).await;
+            return read_through(&ops, path, &absolute, offset, limit, ctx.image_resize).await;
         }
 
         if let Some(client) = ctx.client_reads()
@@ -296,7 +296,7 @@ impl Tool for ReadTool {
             if ctx.cancel.is_cancelled() {
                 return ToolOutput::error("Operation aborted");
             }
-            return image_output(bytes, mime.to_string(), ctx.resize_images).await;
+            return image_output(bytes, mime.to_string(), ctx.image_resize).await;
         }
 
         let start = start_line(offset);
@@ -313,9 +313,8 @@ impl Tool for ReadTool {
 }
 
 /// The result of reading an image: resized (when `resize`) and re-encoded as pi does, with its note.
-async fn image_output(bytes: Vec<u8>, mime: String, resize: bool) -> ToolOutput {
+async fn image_output(bytes: Vec<u8>, mime: String, limits: Option<ImageLimits>) -> ToolOutput {
     let kind = mime.clone();
-    let limits = resize.then(ImageLimits::default);
     let processed = tokio::task::spawn_blocking(move || process_image(&bytes, &kind, limits.as_ref())).await;
     match processed {
         Ok(Ok(img)) => {
@@ -351,7 +350,7 @@ async fn read_through(
     absolute: &std::path::Path,
     offset: Option<f64>,
     limit: Option<f64>,
-    resize: bool,
+    resize: Option<ImageLimits>,
 ) -> ToolOutput {
     if let Err(e) = ops.access(absolute).await {
         return ToolOutput::error(e.message());

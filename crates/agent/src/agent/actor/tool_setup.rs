@@ -26,7 +26,9 @@ impl Agent {
             ctx.env.push(("PI_SESSION_FILE".to_string(), file.display().to_string()));
         }
         ctx.shell = self.shell_settings();
-        ctx.resize_images = self.prefs.settings().image_auto_resize;
+        // The model's own image limits (pi's `inputLimits.images.resize`), unless `images.autoResize` is off.
+        ctx.image_resize =
+            self.prefs.settings().image_auto_resize.then(|| crate::tools::image::Limits::of_model(self.models.model()));
         ctx.gate = self.ext.handle().gate();
         ctx.client = Some(self.client_link());
         // codemode's `store()` reads and appends the session through the actor.

@@ -32,6 +32,30 @@ pub(super) fn merge_compat(
 }
 
 /// Apply a `modelOverrides` entry: object fields merge field by field, others replace.
+/// pi's `mergeInputLimits`: the override's fields over the model's, its
+/// `images` over theirs, and `images.resize` field by field.
+fn merge_input_limits(existing: &mut Map<String, Value>, incoming: Map<String, Value>) {
+    for (key, value) in incoming {
+        match (existing.get_mut(&key), value) {
+            (Some(Value::Object(images)), Value::Object(new_images)) if key == "images" => {
+                for (field, value) in new_images {
+                    match (images.get_mut(&field), value) {
+                        (Some(Value::Object(resize)), Value::Object(new_resize)) if field == "resize" => {
+                            resize.extend(new_resize)
+                        }
+                        (_, value) => {
+                            images.insert(field, value);
+                        }
+                    }
+                }
+            }
+            (_, value) => {
+                existing.insert(key, value);
+            }
+        }
+    }
+}
+
 pub(super) fn apply_override(model: &mut Model, patch: Map<String, Value>) -> Result<(), String> {
     let mut current = serde_json::to_value(&*model).map_err(|e| e.to_string())?;
     if let Value::Object(obj) = &mut current {
@@ -47,6 +71,10 @@ pub(super) fn apply_override(model: &mut Model, patch: Map<String, Value>) -> Re
                             }
                         }
                     }
+                }
+                // pi merges `inputLimits` over the model's, and its `images` and their `resize` too.
+                (Some(Value::Object(existing)), Value::Object(incoming)) if key == "inputLimits" => {
+                    merge_input_limits(existing, incoming)
                 }
                 (Some(Value::Object(existing)), Value::Object(incoming)) => existing.extend(incoming),
                 (_, value) => {

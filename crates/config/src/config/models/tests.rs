@@ -358,6 +358,19 @@ fn sampling_params_are_read_and_model_overrides_merge_them_per_level_and_key() {
 }
 
 #[test]
+fn input_limits_are_kept_and_model_overrides_merge_their_resize_per_field() {
+    let mut reg = registry_with(
+        r#"{"providers":{"local":{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"k",
+            "models":[{"id":"m","inputLimits":{"maxRequestBytes":9,"images":{"resize":{"maxWidth":800,"maxHeight":600},"maxPerMessage":2}}}],
+            "modelOverrides":{"m":{"inputLimits":{"images":{"resize":{"maxHeight":500}}}}}}}}"#,
+    );
+    let m = reg.find("local", "m").unwrap();
+    let expected = serde_json::json!({"maxRequestBytes": 9,
+        "images": {"resize": {"maxWidth": 800, "maxHeight": 500}, "maxPerMessage": 2}});
+    assert_eq!(m.extra.get("inputLimits"), Some(&expected));
+}
+
+#[test]
 fn a_newer_stored_catalog_joins_the_providers_models_under_models_json_and_after_a_change() {
     use super::super::stored_catalogs::{BUILTIN_DATA_GENERATED_AT_MS, STORE_FILE};
     let dir = tempfile::tempdir().unwrap();

@@ -270,7 +270,7 @@ export function createServices(channel, hello) {
 		 * pi's operation functions) performs its operations when given;
 		 * `codemode` also takes `catalog` (an SDK session's tools).
 		 */
-		async runBuiltinTool({ toolName, toolCallId, input, cwd, env, operations: ops, supplied, catalog, models, resizeImages }, signal, onUpdate) {
+		async runBuiltinTool({ toolName, toolCallId, input, cwd, env, operations: ops, supplied, catalog, models, resizeImages, resizeOptions }, signal, onUpdate) {
 			if (signal?.aborted) throw new Error("Operation aborted");
 			const callId = `b${++nextCall}`;
 			let handle;
@@ -283,8 +283,9 @@ export function createServices(channel, hello) {
 			// codemode's: the session's callable tools, and whether scripts get `models`.
 			if (catalog) Object.assign(params, { catalog, models });
 			if (handle) params.operations = { handle, supplied };
-			// `read`'s `autoResizeImages: false`.
+			// `read`'s `autoResizeImages: false`; else the model's `inputLimits.images.resize`.
 			if (resizeImages === false) params.resizeImages = false;
+			else if (resizeOptions) params.resizeOptions = resizeOptions;
 			const result = channel.request("runBuiltinTool", params);
 			const id = channel.lastRequestId();
 			const onAbort = () => channel.send({ type: "cancel", id });

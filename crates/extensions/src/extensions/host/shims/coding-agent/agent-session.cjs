@@ -52,6 +52,7 @@ const { ModelRegistry, ModelRuntime } = require("./models.cjs");
 const retry = require("./session-retry.cjs");
 const autoCompaction = require("./session-compaction.cjs");
 const { SessionCacheWarmer, warmingStream, addWarmingControls } = require("./session-warming.cjs");
+const { prepareUserMessage } = require("./session-images.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -91,6 +92,8 @@ class AgentSession {
 		this._listeners = [];
 		this._steering = [];
 		this._followUp = [];
+		/** Queued user messages whose images are prepared at their delivery. */
+		this._queuedWithImages = new WeakSet();
 		this._running = false;
 		this._abortRequested = false;
 		this._idleWaiters = [];
@@ -112,6 +115,8 @@ class AgentSession {
 		if (event.type === "agent_start" && this._abortRequested) this.agent.abort();
 		autoCompaction.agentEvent(this, event);
 		this._nestedCalls?.agentEvent(event);
+		// A queued message's images are prepared at its delivery, before anyone sees it, as pi's.
+		if (event.type === "message_start" && this._queuedWithImages.delete(event.message)) prepareUserMessage(this, event.message);
 		// The extensions' handlers first (a `message_end` handler may replace the message), as in pi.
 		if (this._extensions) await this._extensions.agentEvent(event);
 		if (event.type === "message_start" && event.message.role === "user") {
@@ -229,6 +234,8 @@ class AgentSession {
 		await autoCompaction.beforePrompt(this);
 		const first = trigger.messageType === "custom" ? trigger.message : { role: "user", content: [{ type: "text", text: trigger.prompt }, ...(trigger.images ?? [])], timestamp: Date.now() };
 		const started = await this._extensions?.beforeAgentStart(trigger, this._promptOptions());
+		// As pi: the prompt's images prepared once the handlers ran (one may have changed the model).
+		if (trigger.messageType !== "custom") prepareUserMessage(this, first);
 		const added = (started?.messages ?? []).map((m) => ({ role: "custom", customType: m.customType, content: m.content ?? [], display: m.display, details: m.details, timestamp: Date.now() }));
 		const nextTurn = this._extensions?.takeNextTurn() ?? [];
 		const system = this._systemUpdate(refreshLoadout(this, started?.systemPromptOptions ?? this._promptOptions()));
@@ -245,6 +252,7 @@ class AgentSession {
 		queue.push(text);
 		this._emitQueueUpdate();
 		const message = { role: "user", content: [{ type: "text", text }, ...(images ?? [])], timestamp: Date.now() };
+		if (images?.length) this._queuedWithImages.add(message);
 		if (how === "steer") this.agent.steer(message);
 		else this.agent.followUp(message);
 		return "queued";

@@ -17,6 +17,7 @@ const { createExtensionRuntime } = require("./extension-loader.cjs");
 const { turnEndBoundary, beforeSettleBoundary } = require("./session-boundaries.cjs");
 const { SessionNestedCalls } = require("./session-nested-calls.cjs");
 const { DECLARED } = require("./session-tool-options.cjs");
+const { withToolResultImages } = require("./session-images.cjs");
 
 /** Whether registering a tool activates it (pi's rules; a session's `tools` allowlist in session-tool-options.cjs). */
 const activates = (session, definition) => (session._toolPolicy ? session._toolPolicy.activates(definition) : definition.defaultActive !== false && DECLARED.has(definition.exposure));
@@ -185,12 +186,12 @@ function attachExtensions(session, extensionsResult, { modelRegistry }) {
 		if (!runner.hasHandlers("tool_call")) return undefined;
 		return runner.emitToolCall({ type: "tool_call", toolName: toolCall.name, toolCallId: toolCall.id, input: args });
 	};
-	agent.afterToolCall = async ({ toolCall, args, result, isError }) => {
+	agent.afterToolCall = withToolResultImages(session, async ({ toolCall, args, result, isError }) => {
 		if (!runner.hasHandlers("tool_result")) return undefined;
 		const event = { type: "tool_result", toolName: toolCall.name, toolCallId: toolCall.id, input: args, content: result.content, details: result.details, isError, usage: result.usage };
 		if (result.structuredContent !== undefined) event.structuredContent = result.structuredContent;
 		return runner.emitToolResult(event);
-	};
+	});
 	agent.transformContext = async (messages) => (runner.hasHandlers("context") || runner.hasHandlers("context_with_system") ? runner.emitContext(messages) : messages);
 
 	let turnIndex = 0;

@@ -13,6 +13,7 @@
 "use strict";
 
 const { services } = require("../host-services.cjs");
+const { withToolResultImages } = require("./session-images.cjs");
 
 /** Exposures callable whether active or not (pi's). */
 const ALWAYS_CALLABLE = new Set(["codemode", "deferred"]);
@@ -165,12 +166,12 @@ class SessionNestedCalls {
 			context: { messages: agent.state.messages, tools: agent.state.tools },
 			beforeToolCall: async ({ toolCall: call, args }) =>
 				runner.hasHandlers("tool_call") ? runner.emitToolCall({ type: "tool_call", toolName: call.name, toolCallId: call.id, ...parent, input: args }) : undefined,
-			afterToolCall: async ({ toolCall: call, args, result, isError }) => {
+			afterToolCall: withToolResultImages(this.session, async ({ toolCall: call, args, result, isError }) => {
 				if (!runner.hasHandlers("tool_result")) return undefined;
 				const event = { type: "tool_result", toolName: call.name, toolCallId: call.id, ...parent, input: args, content: result.content, details: result.details, isError, usage: result.usage };
 				if (result.structuredContent !== undefined) event.structuredContent = result.structuredContent;
 				return runner.emitToolResult(event);
-			},
+			}),
 			signal,
 			onUpdate,
 		});

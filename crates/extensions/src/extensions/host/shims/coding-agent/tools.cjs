@@ -104,8 +104,10 @@ function createDefinition(name, cwd, options = {}) {
 				runCwd = spawned.cwd;
 				env = envChanges(spawned.env);
 			}
+			// `read` fits images into the model's own limits, else the tool's options', as pi's.
+			const resizeOptions = name === "read" ? (ctx?.model?.inputLimits?.images?.resize ?? options.resizeOptions) : undefined;
 			const result = await services().runBuiltinTool(
-				{ toolName: name, toolCallId, input, cwd: runCwd, env, operations: ops, supplied, resizeImages: name === "read" ? options.autoResizeImages : undefined },
+				{ toolName: name, toolCallId, input, cwd: runCwd, env, operations: ops, supplied, resizeImages: name === "read" ? options.autoResizeImages : undefined, resizeOptions },
 				signal,
 				onUpdate,
 			);
