@@ -1,18 +1,12 @@
 //! Where `provider_stream_event` falls among the agent's events, side by
 //! side with pi 1.6.0. pi-ai hands the agent the reply's `start` before it
-//! reads the body, then reads the body in a loop of its own: each parsed
-//! event's handlers are awaited before the event is decoded, and the agent
-//! hands what was decoded to its own handlers at its own pace. So, in both
-//! programs: a reply's `message_start` comes before its first stream event,
-//! even when the whole body is at hand at once; each delta's
-//! `message_update` comes after the stream event that carried it; and a slow
-//! `message_update` handler does not hold the reading (the next frames'
-//! stream events come meanwhile). Where frames arrive together, how the two
-//! kinds interleave is a matter of timing in pi: there the test checks these
-//! rules on both logs and compares each kind apart; where the timing is
-//! fixed (paced frames, a handler holding well past them), it compares the
-//! logs as one. (`extension_event_stream` compares them as one on its paced
-//! session too.)
+//! reads the body, then awaits the handlers of each parsed event before it
+//! decodes it. So, in both programs: a reply's `message_start` comes before
+//! its first stream event, even when the whole body is at hand at once; and
+//! each delta's `message_update` comes after the stream event that carried
+//! it. Where frames arrive together, how the two kinds interleave is a
+//! matter of timing in pi: the test checks these rules on both logs and
+//! compares each kind apart.
 //!
 //! Needs node 22, the host's packages and the reference from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -24,14 +18,11 @@ use crate::extension_event_stream::settled;
 use crate::harness::Sandbox;
 
 /// Logs, one JSON array a line, the response, the stream events' deltas
-/// and the agent's message events; with `HOLD_MS` above 0, its
-/// `message_update` handler holds the first `text_start` that long.
+/// and the agent's message events.
 const PLACER: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { appendFileSync } from "node:fs";
 
 const LOG: string = LOG_PATH;
-const HOLD: number = HOLD_MS;
-let held = false;
 const log = (line: unknown[]) => appendFileSync(LOG, JSON.stringify(line) + "\n");
 
 export default function (pi: ExtensionAPI) {
@@ -42,13 +33,9 @@ export default function (pi: ExtensionAPI) {
     log(["stream", delta.content ?? "", args]);
   });
   pi.on("message_start", (event) => log(["message_start", event.message.role]));
-  pi.on("message_update", async (event) => {
+  pi.on("message_update", (event) => {
     const update = event.assistantMessageEvent as any;
     log(["update", update.type, update.delta ?? ""]);
-    if (HOLD > 0 && !held && update.type === "text_start") {
-      held = true;
-      await new Promise((resolve) => setTimeout(resolve, HOLD));
-    }
   });
   pi.on("message_end", (event) => log(["message_end", event.message.role]));
 }
@@ -73,10 +60,9 @@ fn misplaced(records: &[Value]) -> Vec<String> {
                 }
                 carried.extend([content, args].into_iter().filter(|d| *d != "").cloned());
             }
-            ("update", kind, delta) if delta != "" => {
-                if carried.pop_front().as_ref() != Some(delta) {
-                    broken.push(format!("{at}: {kind} {delta} before the stream event that carried it"));
-                }
+            // A delta shown before the stream event that carried it was taken.
+            ("update", kind, delta) if delta != "" && carried.pop_front().as_ref() != Some(delta) => {
+                broken.push(format!("{at}: {kind} {delta} before the stream event that carried it"));
             }
             _ => {}
         }
@@ -89,15 +75,13 @@ fn of_kind(records: &[Value], stream_events: bool) -> Vec<Value> {
     records.iter().filter(|r| (r[0] == "stream") == stream_events).cloned().collect()
 }
 
-/// pi-rpc or pi 1.6.0 with the placer (holding for `hold_ms`) answering one
-/// prompt with `replies`: its log.
-async fn placed(reference: bool, hold_ms: u64, replies: Vec<Reply>) -> Option<Vec<Value>> {
+/// pi-rpc or pi 1.6.0 with the placer answering one prompt with `replies`: its log.
+async fn placed(reference: bool, replies: Vec<Reply>) -> Option<Vec<Value>> {
     let sb = Sandbox::with_server().await;
     sb.write_models(&sb.server().base_url(), json!({}));
     let log = sb.cwd.path().join("placed.log");
     let quoted = Value::from(log.display().to_string()).to_string();
-    let source = PLACER.replace("LOG_PATH", &quoted).replace("HOLD_MS", &hold_ms.to_string());
-    crate::extension_host::write_module(&sb, "placer.ts", &source);
+    crate::extension_host::write_module(&sb, "placer.ts", &PLACER.replace("LOG_PATH", &quoted));
     std::fs::write(sb.cwd.path().join("notes.txt"), "alpha\n").expect("notes");
     let mut pi = crate::extension_awaited_events::start(&sb, reference, json!({}))?;
     for reply in replies {
@@ -123,7 +107,7 @@ fn bursts() -> Vec<Reply> {
 
 #[tokio::test]
 async fn stream_events_fall_where_pi_places_them_among_the_agents_events() {
-    let (Some(ours), Some(theirs)) = tokio::join!(placed(false, 0, bursts()), placed(true, 0, bursts())) else {
+    let (Some(ours), Some(theirs)) = tokio::join!(placed(false, bursts()), placed(true, bursts())) else {
         return;
     };
     assert!(of_kind(&theirs, true).len() >= 8, "pi's stream events: {theirs:?}");
@@ -133,19 +117,4 @@ async fn stream_events_fall_where_pi_places_them_among_the_agents_events() {
         let (ours, theirs) = (of_kind(&ours, stream_events), of_kind(&theirs, stream_events));
         assert_eq!(ours, theirs, "pi-rpc's (left) and pi 1.6.0's (right)");
     }
-}
-
-#[tokio::test]
-async fn a_slow_message_update_handler_does_not_hold_the_stream_events_as_in_pi() {
-    // Frames 150 ms apart; the handler holds its first update 1.5 s, past the last frame.
-    let reply = || vec![Reply::text_chunks(["one ", "two ", "three"]).usage(300, 20, 0).paced_ms(150)];
-    let (Some(ours), Some(theirs)) = tokio::join!(placed(false, 1500, reply()), placed(true, 1500, reply())) else {
-        return;
-    };
-    // In pi every stream event of the reply comes while the handler holds its first update.
-    let held = theirs.iter().position(|r| r[1] == "text_delta");
-    let last_event = theirs.iter().rposition(|r| r[0] == "stream");
-    assert!(last_event < held, "pi 1.6.0 read on while the handler held: {theirs:?}");
-    assert_eq!(misplaced(&ours), Vec::<String>::new(), "pi-rpc's placement: {ours:?}");
-    assert_eq!(ours, theirs, "pi-rpc's (left) and pi 1.6.0's (right)");
 }

@@ -20,9 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::cancel_watch::CancelWatch;
 
-mod observed_body;
-use observed_body::{ObservedBody, Read};
-
 use super::http::{self, HttpClient};
 use super::sse::{BodyError, Framer, SseEvent, SseParser};
 use super::{ProviderError, ProviderErrorKind, ProviderEvent, ProviderStream};
@@ -151,13 +148,21 @@ enum Phase {
     Start(Option<Call>),
     Streaming(Box<Body>),
     /// The body read while an extension listens to each stream event (pi's
-    /// `provider_stream_event`): a task of its own reads it and waits for
-    /// the handlers of each event, which is then decoded here, as pi-ai's
-    /// read loop runs apart from the agent's handlers (see
-    /// [`observed_body`]). [`Phase::Streaming`] stays the path without a
-    /// listener.
-    Observed(Box<ObservedBody>),
+    /// `provider_stream_event`): each event waits for its handlers before it
+    /// is decoded, so this phase runs as steps; [`Phase::Streaming`] stays
+    /// the path without a listener.
+    Observed(Box<Observed>),
     Done,
+}
+
+/// A body whose events an observer sees one at a time, each before it is decoded.
+struct Observed {
+    body: Body,
+    observer: std::sync::Arc<dyn super::observe::RequestObserver>,
+    /// Events framed from the chunks read so far and not yet decoded.
+    events: VecDeque<SseEvent>,
+    /// The body has ended: once `events` is drained, finish.
+    ended: bool,
 }
 
 /// A response body being read: its chunks and the framing that makes them events.
@@ -260,7 +265,9 @@ impl<W: Wire> Run<W> {
         let body = Body { chunks: self.http.body(response).boxed(), framer };
         self.phase = match observer {
             None => Phase::Streaming(Box::new(body)),
-            Some(observer) => Phase::Observed(Box::new(ObservedBody::new(body, observer))),
+            Some(observer) => {
+                Phase::Observed(Box::new(Observed { body, observer, events: VecDeque::new(), ended: false }))
+            }
         };
     }
 
@@ -341,32 +348,59 @@ impl<W: Wire> Run<W> {
         }
     }
 
-    /// One step of an observed body: decode the next event its observer
-    /// has seen (pi awaits the `provider_stream_event` handlers of each
-    /// event before it decodes it), or end. Cancellation ends the wait.
-    async fn observe_next(&mut self, mut observed: Box<ObservedBody>) {
+    /// One step of an observed body: show the next framed event to the
+    /// observer, wait for it (pi awaits the `provider_stream_event` handlers
+    /// before it decodes the chunk), then decode it; with no event framed,
+    /// read the next chunk. Cancellation ends either wait.
+    async fn observe_next(&mut self, mut observed: Box<Observed>) {
         let cancel = self.cancel.clone();
-        let next = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => None,
-            next = observed.next(&cancel) => next,
-        };
-        match next {
-            Some(Read::Event(event)) => {
-                let mut stop = None;
-                if on_event(&mut self.wire, &mut self.out, &event, &mut stop).is_continue() {
-                    self.phase = Phase::Observed(observed);
-                    return;
-                }
-                match stop {
-                    Some(Stop::Failed(e)) => self.fail(e),
-                    Some(Stop::Done) | None => self.finish(),
+        if let Some(event) = observed.events.pop_front() {
+            // OpenAI's end marker is the stream's framing, not an event (pi's SDK never shows it).
+            if event.data != "[DONE]" {
+                let data = serde_json::from_str(&event.data).unwrap_or_else(|_| Value::String(event.data.clone()));
+                let seen = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => false,
+                    _ = observed.observer.stream_event(data) => true,
+                };
+                if !seen {
+                    return self.fail(ProviderError::aborted());
                 }
             }
-            Some(Read::Failed(e)) => self.fail(http::body_error(e)),
-            Some(Read::End) => self.finish(),
-            None => self.fail(ProviderError::aborted()),
+            let mut stop = None;
+            if on_event(&mut self.wire, &mut self.out, &event, &mut stop).is_continue() {
+                self.phase = Phase::Observed(observed);
+                return;
+            }
+            return match stop {
+                Some(Stop::Failed(e)) => self.fail(e),
+                Some(Stop::Done) | None => self.finish(),
+            };
         }
+        if observed.ended {
+            return self.finish();
+        }
+        let next = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return self.fail(ProviderError::aborted()),
+            next = observed.body.chunks.next() => next,
+        };
+        let Observed { body, events, ended, .. } = &mut *observed;
+        match next {
+            Some(Ok(bytes)) => match body.framer.push(&bytes) {
+                Ok(framed) => events.extend(framed),
+                Err(e) => return self.fail(http::body_error(BodyError::Transport(e))),
+            },
+            Some(Err(e)) => return self.fail(http::body_error(e)),
+            None => match body.framer.finish() {
+                Ok(framed) => {
+                    events.extend(framed);
+                    *ended = true;
+                }
+                Err(e) => return self.fail(http::body_error(BodyError::Transport(e))),
+            },
+        }
+        self.phase = Phase::Observed(observed);
     }
 
     /// Read the body's next chunk and decode its events (none when it is

@@ -256,8 +256,6 @@ function onRequest(message) {
 				return running;
 			}),
 		);
-	// pi-ai's read loop awaits these apart from the agent's events: not queued behind them (a slow `message_update` handler does not hold the stream).
-	else if (method === "provider_stream_event") work = runHook(instance, method, params, contexts.event(controller.signal), reportError);
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else
 		work = serial(() => {
