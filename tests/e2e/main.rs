@@ -71,6 +71,7 @@ mod extension_sdk_session_files;
 mod extension_sdk_subcm;
 mod extension_sdk_subcode;
 mod extension_sdk_subdesc;
+mod extension_stream_placement;
 #[macro_use]
 mod extension_sdk_submcp;
 mod extension_sdk_submcp_options;

@@ -78,6 +78,10 @@ pub async fn stream_assistant(
     // when the request leaves); a call that fails or is aborted before that
     // opens its message at the end, already holding the error.
     let mut opened = false;
+    // pi-ai hands the agent its `start` before it reads the body: with
+    // extensions watching each stream event, `message_start` reaches them
+    // before the first one.
+    let start_before_reading = crate::provider::observe::current().is_some_and(|o| o.wants_stream_events());
 
     let mut blocks = Blocks::default();
     let mut error: Option<ProviderError> = None;
@@ -160,6 +164,7 @@ pub async fn stream_assistant(
             out.push(AgentEvent::MessageStart { message: Box::new(AgentMessage::Assistant(message.clone())) });
         }
         match event {
+            ProviderEvent::Opened if start_before_reading => out.flush(&message, stopped).await,
             ProviderEvent::Opened => {}
             ProviderEvent::ResponseId(id) => {
                 message.response_id = Some(id);
