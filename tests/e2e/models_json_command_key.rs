@@ -1,7 +1,10 @@
 //! A `models.json` provider whose `apiKey` is a `!command`, side by side with
 //! pi 1.6.0: `get_available_models` lists its models without running the
 //! command (pi counts a configured command as a key, a failing one too),
-//! and the session's request to one of them runs it for its key.
+//! and the session's request to one of them runs it for its key; the
+//! refresh of the built-in providers' catalogs at start (RPC mode, not
+//! offline) counts a built-in provider's configured command as its key and
+//! does not run it either.
 //!
 //! Needs node 22 and the reference pi from `target/tools`; skipped without
 //! them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -10,8 +13,9 @@ use serde_json::{Value, json};
 
 use crate::clients::node22;
 use crate::extension_builtin_providers::authorizations;
-use crate::extension_provider_events::{reference_cli, spawn_reference};
+use crate::extension_provider_events::{reference_cli, reference_command, spawn_reference};
 use crate::harness::{Pi, Sandbox};
+use crate::server_extension_catalogs::environment;
 
 /// What one program (pi-rpc, or pi 1.6.0 when `reference`) showed: the
 /// available models (`provider/id`), whether the command had run after that
@@ -62,5 +66,49 @@ async fn available_models_do_not_run_a_command_key_as_pis() {
     let available = ours["available"].as_array().cloned().unwrap_or_default();
     assert!(available.contains(&json!("failing/failing-model")), "{ours}");
     assert_eq!(ours["auth"], json!(["Bearer cmd-key"]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+/// Whether one program (pi-rpc, or pi 1.6.0 when `reference`), started in
+/// RPC mode online with `openai`'s key a `!command` in `models.json`, asked
+/// pi.dev (the fake server) for openai's catalog, and whether the command
+/// had run by then (and a moment after); `None` without the tools.
+async fn refresh_at_start(reference: bool) -> Option<Value> {
+    let node = node22()?;
+    let cli = reference_cli()?;
+    let sb = Sandbox::with_server().await;
+    let marker = sb.cwd.path().join("command-ran");
+    let models = json!({"providers": {"openai": {"apiKey": format!("!touch {} && echo cmd-key", marker.display())}}});
+    std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).ok()?;
+    // pi.dev routed to the fake server, in both.
+    let mut pi = if reference {
+        let mut cmd = reference_command(&sb, &node, &cli);
+        cmd.arg("--no-session").envs(environment(&sb));
+        Pi::start_unchecked(cmd)
+    } else {
+        let mut cmd = sb.command(&["--mode", "rpc", "--no-session"]);
+        cmd.envs(environment(&sb));
+        Pi::start(cmd)
+    };
+    let asked = || sb.server().requests().iter().any(|r| r.path.starts_with("/api/models/providers/openai"));
+    for _ in 0..40 {
+        if asked() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let state = pi.call("g", json!({"type": "get_state"})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let ran = marker.exists();
+    pi.close_stdin();
+    pi.wait().await;
+    Some(json!({"askedForOpenaisCatalog": asked(), "commandRan": ran, "answered": state["success"]}))
+}
+
+#[tokio::test]
+async fn the_catalog_refresh_at_start_does_not_run_a_command_key_as_pis() {
+    let Some(ours) = refresh_at_start(false).await else { return };
+    let Some(theirs) = refresh_at_start(true).await else { return };
+    assert_eq!(ours, json!({"askedForOpenaisCatalog": true, "commandRan": false, "answered": true}), "pi-rpc");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -655,9 +655,11 @@ impl ModelRegistry {
         self.models.iter().find(|m| m.provider == provider && m.id == id).map(|m| (**m).clone())
     }
 
-    /// True when the provider has credentials (pi's `hasConfiguredAuth`; faux always).
+    /// True when the provider has credentials (pi's `hasConfiguredAuth`; faux
+    /// always): a configured `!command` key counts without being run, as pi's
+    /// check does (the background catalog refresh at start asks this).
     pub fn provider_usable(&self, provider: &str) -> bool {
-        provider == faux::FAUX_PROVIDER || self.api_key(provider).is_some() || self.bearer_token(provider).is_some()
+        provider == faux::FAUX_PROVIDER || self.has_key(provider) || self.bearer_token(provider).is_some()
     }
 
     /// Resolve a `--model` pattern (optionally on `--provider`) as pi 1.6.0 does;

@@ -181,6 +181,20 @@ fn provider_settings_reach_built_in_models() {
 }
 
 #[test]
+fn a_command_key_makes_its_provider_usable_without_being_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let models =
+        serde_json::json!({"providers": {"openai": {"apiKey": format!("!touch {} && echo cmd-key", ran.display())}}});
+    std::fs::write(dir.path().join("models.json"), models.to_string()).unwrap();
+    let reg = ModelRegistry::load(dir.path()).unwrap();
+    assert!(reg.provider_usable("openai"));
+    assert!(!ran.exists(), "asking whether the provider is usable ran its key's command");
+    assert_eq!(reg.api_key("openai").as_deref(), Some("cmd-key"));
+    assert!(ran.exists(), "a request's key runs it");
+}
+
+#[test]
 fn a_login_written_after_loading_is_seen_at_the_next_sync() {
     let dir = tempfile::tempdir().unwrap();
     let mut reg = ModelRegistry::load(dir.path()).unwrap();
