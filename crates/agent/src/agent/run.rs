@@ -348,10 +348,24 @@ async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut
     }
 }
 
+/// Under a virtual selection, pi fits the conversation's images into the
+/// limits of the model its latest answer came from (`_limitsModel()`): the
+/// latest among `messages`; without one, the virtual model's own when
+/// `or_selection`, else the limits stay.
+fn fit_images_to_answer(s: &mut RunSetup, messages: &[AgentMessage], or_selection: bool) {
+    let (Some(router), Some(_)) = (&mut s.router, s.tool_ctx.result_image_resize) else { return };
+    let model = match router.answered_by(messages) {
+        Some(model) => model,
+        None if or_selection => router.virtual_model().clone(),
+        None => return,
+    };
+    s.tool_ctx.result_image_resize = Some(crate::tools::image::Limits::of_model(&model));
+}
+
 /// One message into the turn; a user message's images prepared first, as pi
 /// prepares a prompt's (after `before_agent_start`) and a queued one's.
 async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mut Vec<AgentMessage>) {
-    let message = super::input_images::user_message_prepared(message, s.tool_ctx.image_resize).await;
+    let message = super::input_images::user_message_prepared(message, s.tool_ctx.result_image_resize).await;
     s.emitter.emit(AgentEvent::MessageStart { message: Box::new(message.clone()) }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: Box::new(message.clone()) }).await;
     new_messages.push(s.emitter.replaced(message));
@@ -412,6 +426,7 @@ async fn low_level_run(
             refresh_tools(s).await;
             turn.registry = turn_tools(s, &context).registry;
         }
+        fit_images_to_answer(s, &context, true);
         let first_new = new_messages.len();
         let update = if prepared || turn_index > 0 {
             super::system_update::update(s, &context, &turn.specs)
@@ -454,10 +469,6 @@ async fn low_level_run(
                     Ok(routed) => {
                         (s.model, s.thinking, s.provider) = (routed.model, routed.thinking, routed.provider);
                         (s.api_key, s.headers) = (routed.api_key, routed.headers);
-                        // As pi, the routed model's image limits apply from here on.
-                        if s.tool_ctx.image_resize.is_some() {
-                            s.tool_ctx.image_resize = Some(crate::tools::image::Limits::of_model(&s.model));
-                        }
                     }
                     Err(error) => {
                         s.model = router.virtual_model().clone();
@@ -538,6 +549,7 @@ async fn low_level_run(
         let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
         let cut_off = assistant.stop_reason == StopReason::Length;
         let message = AgentMessage::Assistant(assistant);
+        fit_images_to_answer(s, std::slice::from_ref(&message), false);
         new_messages.push(message.clone());
         if aborted {
             turn_boundary(s, turn_index, &message, &[]).await;

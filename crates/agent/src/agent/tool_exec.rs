@@ -204,7 +204,7 @@ pub(super) async fn run_prepared(
     // As pi, the images the result carries (an extension's or MCP tool's, or
     // put there by a hook) are prepared once the hooks ran.
     let mut output = output;
-    super::input_images::tool_result_prepared(&mut output.content, base.image_resize).await;
+    super::input_images::tool_result_prepared(&mut output.content, base.result_image_resize).await;
     emit_end(emitter, call, &output, Some(duration_ms), parent).await;
     (output, Some(duration_ms))
 }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ModelRegistry;
 use crate::config::models::is_virtual;
 use crate::extensions::{CallError, Extension};
-use crate::message::AgentMessage;
+use crate::message::{AgentMessage, StopReason};
 use crate::model::{Model, ThinkingLevel};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRegistry, ProviderRequest, ProviderStream};
 
@@ -51,15 +51,27 @@ impl VirtualRouter {
         VirtualRouter { owner: Some(owner), model, thinking, registry, providers, failed: None }
     }
 
-    /// The router of a virtual model no extension registers (any more): every request fails.
-    pub(crate) fn unregistered(model: Model) -> Self {
-        let (registry, providers) = (ModelRegistry::default(), ProviderRegistry::default());
+    /// The router of a virtual model no extension registers (any more): every
+    /// request fails. `registry`: the catalog its earlier answers are found in.
+    pub(crate) fn unregistered(model: Model, registry: ModelRegistry) -> Self {
+        let providers = ProviderRegistry::default();
         VirtualRouter { owner: None, model, thinking: ThinkingLevel::Off, registry, providers, failed: None }
     }
 
     /// The selected virtual model (named by a request whose routing failed).
     pub(crate) fn virtual_model(&self) -> &Model {
         &self.model
+    }
+
+    /// The physical model the latest successful answer among `messages` came
+    /// from, when the catalog has it (pi's `routedModel`): the model whose
+    /// limits apply to the conversation under this selection.
+    pub(crate) fn answered_by(&mut self, messages: &[AgentMessage]) -> Option<Model> {
+        let answer = messages.iter().rev().find_map(|message| match message {
+            AgentMessage::Assistant(a) if !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) => Some(a),
+            _ => None,
+        })?;
+        self.registry.find_physical(&answer.provider, &answer.model)
     }
 
     /// A request failed and will be retried: the retry's route sees it as `failed`.

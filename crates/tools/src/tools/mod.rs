@@ -132,10 +132,15 @@ pub struct ToolContext {
     pub session: Option<Arc<dyn SessionLink>>,
     /// The session's `shellPath` and `shellCommandPrefix` (the `bash` tool's).
     pub shell: shell::ShellSettings,
-    /// The limits `read` (and the session) fit images into: the model's
+    /// The limits `read` fits images into: the selected model's
     /// `inputLimits.images.resize` over pi's defaults; `None` sends them as
     /// they are (the settings' `images.autoResize: false`).
     pub image_resize: Option<image::Limits>,
+    /// The limits the session fits the images of a tool's result into once
+    /// its hooks ran: those of the model whose limits apply to the
+    /// conversation (pi's: for a virtual selection, the model its latest
+    /// answer came from); `None` as [`ToolContext::image_resize`].
+    pub result_image_resize: Option<image::Limits>,
 }
 
 impl ToolContext {
@@ -155,6 +160,7 @@ impl ToolContext {
             session: None,
             shell: shell::ShellSettings::default(),
             image_resize: Some(image::Limits::default()),
+            result_image_resize: Some(image::Limits::default()),
         }
     }
 

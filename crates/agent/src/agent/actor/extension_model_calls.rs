@@ -107,7 +107,7 @@ impl Agent {
                 let (registry, providers) = (self.models.registry().clone(), self.models.providers().clone());
                 VirtualRouter::new(owner, model.clone(), thinking, registry, providers)
             }
-            None => VirtualRouter::unregistered(model.clone()),
+            None => VirtualRouter::unregistered(model.clone(), self.models.registry().clone()),
         };
         let (messages, tools) = (call_messages(params), call_tools(params));
         let system_prompt = params.get("systemPrompt").and_then(Value::as_str).unwrap_or_default().to_string();

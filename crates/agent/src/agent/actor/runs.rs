@@ -130,7 +130,7 @@ impl Agent {
         }
         let Some(owner) = self.ext.virtual_model_owner(&model.provider, &model.id) else {
             // Not registered (any more): the request ends with pi's error.
-            return Some(VirtualRouter::unregistered(model.clone()));
+            return Some(VirtualRouter::unregistered(model.clone(), self.models.registry().clone()));
         };
         let (registry, providers) = (self.models.registry().clone(), self.models.providers().clone());
         Some(VirtualRouter::new(owner, model.clone(), self.models.thinking(), registry, providers))

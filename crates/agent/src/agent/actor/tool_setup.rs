@@ -26,9 +26,11 @@ impl Agent {
             ctx.env.push(("PI_SESSION_FILE".to_string(), file.display().to_string()));
         }
         ctx.shell = self.shell_settings();
-        // The model's own image limits (pi's `inputLimits.images.resize`), unless `images.autoResize` is off.
+        // The model's own image limits (pi's `inputLimits.images.resize`), unless `images.autoResize` is off;
+        // a virtual selection's run fits the conversation's images into its routed model's (see `run`).
         ctx.image_resize =
             self.prefs.settings().image_auto_resize.then(|| crate::tools::image::Limits::of_model(self.models.model()));
+        ctx.result_image_resize = ctx.image_resize;
         ctx.gate = self.ext.handle().gate();
         ctx.client = Some(self.client_link());
         // codemode's `store()` reads and appends the session through the actor.
