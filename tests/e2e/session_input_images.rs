@@ -192,7 +192,7 @@ export default function (pi: ExtensionAPI) {
 
 /// `models.json` with `fake-model`, `fake-small` (fits images into 800x800)
 /// and `fake-big` (3000x3000).
-fn write_routed_models(sb: &crate::harness::Sandbox) {
+pub(crate) fn write_routed_models(sb: &crate::harness::Sandbox) {
     let model = |id: &str, side: u32| {
         let resize = json!({"maxWidth": side, "maxHeight": side, "maxBytes": 20_000_000});
         json!({"id": id, "input": ["text", "image"], "contextWindow": 128000, "maxTokens": 16384,
