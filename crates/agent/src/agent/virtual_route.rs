@@ -187,3 +187,34 @@ impl Provider for Unrouted {
         futures::stream::once(async move { Err(error) }).boxed()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::faux::faux_model;
+
+    fn model(provider: &str, id: &str) -> Model {
+        Model { provider: provider.into(), id: id.into(), ..faux_model() }
+    }
+
+    fn answer(model: &Model, stop_reason: StopReason) -> AgentMessage {
+        AgentMessage::Assistant(crate::message::AssistantMessage::empty(model, stop_reason))
+    }
+
+    #[test]
+    fn the_latest_successful_answer_names_the_model_whose_limits_apply() {
+        let (small, big) = (model("fake", "small"), model("fake", "big"));
+        let gone = model("fake", "gone");
+        let registry = ModelRegistry::from_models(vec![small.clone(), big.clone()]);
+        let mut router = VirtualRouter::unregistered(model("router", "auto"), registry);
+        let found = |router: &mut VirtualRouter, messages: &[AgentMessage]| router.answered_by(messages).map(|m| m.id);
+        assert_eq!(found(&mut router, &[]), None);
+        // Failed and aborted answers are passed over, as pi's `findLatestResponse`.
+        let failed_last = [answer(&big, StopReason::Stop), answer(&small, StopReason::Error)];
+        assert_eq!(found(&mut router, &failed_last), Some("big".into()));
+        let aborted_last = [answer(&small, StopReason::ToolUse), answer(&big, StopReason::Aborted)];
+        assert_eq!(found(&mut router, &aborted_last), Some("small".into()));
+        // A model the catalog no longer has names none.
+        assert_eq!(found(&mut router, &[answer(&gone, StopReason::Stop)]), None);
+    }
+}
