@@ -61,7 +61,7 @@ export default function (pi: ExtensionAPI) {
 "#;
 
 /// A line of the transcript, with what a `get_state` / `get_messages` answered.
-fn observed(line: &Value) -> Option<String> {
+pub(crate) fn observed(line: &Value) -> Option<String> {
     match line["command"].as_str() {
         Some("get_state") if line["type"] == "response" => {
             Some(format!("state {} {}", line["data"]["model"]["id"], line["data"]["thinkingLevel"]))
@@ -74,7 +74,7 @@ fn observed(line: &Value) -> Option<String> {
 }
 
 /// Read until every one of `wanted` was seen (each a predicate on one line).
-async fn until_all(pi: &mut Pi, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec<Value> {
+pub(crate) async fn until_all(pi: &mut Pi, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec<Value> {
     let mut seen = vec![false; wanted.len()];
     pi.until(|line| {
         for (i, wants) in wanted.iter().enumerate() {
@@ -85,11 +85,11 @@ async fn until_all(pi: &mut Pi, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec<Value
     .await
 }
 
-fn response(id: &'static str) -> impl Fn(&Value) -> bool {
+pub(crate) fn response(id: &'static str) -> impl Fn(&Value) -> bool {
     move |line: &Value| line["type"] == "response" && line["id"] == id
 }
 
-fn notified(prefix: &'static str) -> impl Fn(&Value) -> bool {
+pub(crate) fn notified(prefix: &'static str) -> impl Fn(&Value) -> bool {
     move |line: &Value| line["message"].as_str().is_some_and(|m| m.starts_with(prefix))
 }
 

@@ -1,0 +1,131 @@
+//! What runs while a pi module's `thinking_level_select` handlers do, side
+//! by side with pi 1.6.0. pi emits the event without awaiting it: the first
+//! handler runs up to its first wait inside the level's change, the next
+//! one (the next extension's) once it is done, and every command sent
+//! meanwhile is answered at once and sees the new level (`get_state`, another
+//! `set_thinking_level`, whose handlers start at once, a `prompt`, whose
+//! run takes the new level). An extension's own `pi.setThinkingLevel()`
+//! returns once the first handler ran up to its first wait.
+//! Compared: the client's transcript (responses, events, UI calls in order).
+//!
+//! Needs node 22, the host's packages and the reference from `target/tools`;
+//! skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use std::time::Duration;
+
+use pi_compat::fake_server::Reply;
+use serde_json::{Value, json};
+
+use crate::clients::node22;
+use crate::extension_awaited_events::start;
+use crate::extension_host::{host_dir, write_module};
+use crate::extension_model_select_meanwhile::{notified, observed, response, until_all};
+use crate::extension_provider_events::reference_cli;
+use crate::harness::Sandbox;
+
+/// A `thinking_level_select` handler that notifies, waits, then notifies
+/// what it reads; a command that sets the level itself.
+const SLOW_THINKING: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export default function (pi: ExtensionAPI) {
+  pi.on("thinking_level_select", async (event, ctx) => {
+    ctx.ui.notify(`a start ${event.level} from ${event.previousLevel} (${pi.getThinkingLevel()} idle ${ctx.isIdle()})`, "info");
+    await pause(400);
+    // Whether the prompt's run is over by then depends on the machine: not read here.
+    ctx.ui.notify(`a end ${event.level} (${pi.getThinkingLevel()} ${ctx.model?.id})`, "info");
+  });
+  pi.registerCommand("think", {
+    description: "set the thinking level from the extension",
+    handler: async (args, ctx) => {
+      pi.setThinkingLevel(args.trim());
+      ctx.ui.notify(`a set ${args.trim()} returned (${pi.getThinkingLevel()})`, "info");
+    },
+  });
+}
+"#;
+
+/// Another extension's handler, which pi runs once the first one is done,
+/// and a command of this second extension that sets the level.
+const OTHER_THINKING: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  pi.on("thinking_level_select", async (event, ctx) => {
+    ctx.ui.notify(`b ${event.level} (${pi.getThinkingLevel()})`, "info");
+  });
+  pi.registerCommand("think-b", {
+    description: "set the thinking level from the second extension",
+    handler: async (args, ctx) => {
+      pi.setThinkingLevel(args.trim());
+      ctx.ui.notify(`b set ${args.trim()} returned (${pi.getThinkingLevel()})`, "info");
+    },
+  });
+}
+"#;
+
+/// Whether `line` is what a handler notified after its wait, or the second extension's.
+fn after_a_wait(line: &str) -> bool {
+    line.starts_with("notify a end") || line.starts_with("notify b ")
+}
+
+/// What one program showed: commands sent while a `thinking_level_select`
+/// handler waits, then each extension's own `pi.setThinkingLevel()`.
+async fn observe(reference: bool) -> Value {
+    let sb = Sandbox::with_server().await;
+    sb.write_models(&sb.server().base_url(), json!({"reasoning": true}));
+    sb.server().set_fallback(Reply::text("done"));
+    write_module(&sb, "a-slow.ts", SLOW_THINKING);
+    write_module(&sb, "b-other.ts", OTHER_THINKING);
+    let Some(mut pi) = start(&sb, reference, json!({})) else { return Value::Null };
+    pi.call("c", json!({"type": "get_commands"})).await;
+
+    // A level, then a read, another level, a read and a prompt while its handler waits.
+    pi.send(json!({"id": "t1", "type": "set_thinking_level", "level": "low"})).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    pi.send(json!({"id": "s1", "type": "get_state"})).await;
+    // pi writes an answer read with the next line's after what that line's handlers do at once.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    pi.send(json!({"id": "t2", "type": "set_thinking_level", "level": "high"})).await;
+    pi.send(json!({"id": "s2", "type": "get_state"})).await;
+    pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
+    let wanted: [&dyn Fn(&Value) -> bool; 3] =
+        [&|line: &Value| line["type"] == "agent_settled", &notified("a end high"), &notified("b high")];
+    let meanwhile = until_all(&mut pi, &wanted).await;
+    let first_end = meanwhile.iter().position(notified("a end low"));
+    let answered_first = [response("t2"), response("s2"), response("p")]
+        .iter()
+        .map(|answered| meanwhile.iter().position(answered) < first_end)
+        .collect::<Vec<bool>>();
+    // When the run ends against the handlers' wait depends on the machine: only the order within each is compared.
+    let (handlers, rest): (Vec<String>, Vec<String>) =
+        meanwhile.iter().filter_map(observed).partition(|line| after_a_wait(line));
+    let requests: Vec<String> =
+        sb.server().requests().iter().map(|r| format!("{} {}", r.body["model"], r.body["reasoning_effort"])).collect();
+
+    // Each extension's own `pi.setThinkingLevel()`.
+    let mut own = Vec::new();
+    for (id, line, last) in [("x", "/think medium", "b medium"), ("y", "/think-b minimal", "b minimal")] {
+        pi.send(json!({"id": id, "type": "prompt", "message": line})).await;
+        let wanted: [&dyn Fn(&Value) -> bool; 2] = [&response(id), &notified(last)];
+        own.extend(until_all(&mut pi, &wanted).await.iter().filter_map(observed));
+    }
+    let state = pi.call("s3", json!({"type": "get_state"})).await;
+    pi.close_stdin();
+    json!({
+        "meanwhile": {"handlers": handlers, "rest": rest, "answered before the first wait ended": answered_first},
+        "requests": requests,
+        "own": own,
+        "state": observed(&state),
+    })
+}
+
+#[tokio::test]
+async fn commands_sent_while_thinking_level_select_handlers_run_are_answered_as_pi_answers_them() {
+    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
+        return;
+    }
+    let (ours, theirs) = tokio::join!(observe(false), observe(true));
+    eprintln!("pi-rpc: {ours:#}\npi 1.6.0: {theirs:#}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
