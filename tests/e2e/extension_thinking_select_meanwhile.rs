@@ -3,9 +3,10 @@
 //! handler runs up to its first wait inside the level's change, the next
 //! one (the next extension's) once it is done, and every command sent
 //! meanwhile is answered at once and sees the new level (`get_state`, another
-//! `set_thinking_level`, whose handlers start at once, a `prompt`, whose
-//! run takes the new level). An extension's own `pi.setThinkingLevel()`
-//! returns once the first handler ran up to its first wait.
+//! `set_thinking_level`, whose handlers start at once, a `set_model`, a
+//! `prompt`, whose run takes the new level). An extension's own
+//! `pi.setThinkingLevel()` returns once the first handler ran up to its
+//! first wait.
 //! Compared: the client's transcript (responses, events, UI calls in order).
 //!
 //! Needs node 22, the host's packages and the reference from `target/tools`;
@@ -54,6 +55,9 @@ export default function (pi: ExtensionAPI) {
   pi.on("thinking_level_select", async (event, ctx) => {
     ctx.ui.notify(`b ${event.level} (${pi.getThinkingLevel()})`, "info");
   });
+  pi.on("model_select", async (event, ctx) => {
+    ctx.ui.notify(`b model ${event.model.id} (${pi.getThinkingLevel()})`, "info");
+  });
   pi.registerCommand("think-b", {
     description: "set the thinking level from the second extension",
     handler: async (args, ctx) => {
@@ -64,13 +68,15 @@ export default function (pi: ExtensionAPI) {
 }
 "#;
 
-/// Whether `line` is what a handler notified after its wait, or the second extension's.
+/// Whether `line` is what a handler notified after its wait, or the second
+/// extension's `thinking_level_select` handler, which runs after it.
 fn after_a_wait(line: &str) -> bool {
-    line.starts_with("notify a end") || line.starts_with("notify b ")
+    line.starts_with("notify a end") || (line.starts_with("notify b ") && !line.starts_with("notify b model"))
 }
 
 /// What one program showed: commands sent while a `thinking_level_select`
-/// handler waits, then each extension's own `pi.setThinkingLevel()`.
+/// handler waits, each extension's own `pi.setThinkingLevel()`, then a
+/// cycled level and a model's switch while a handler waits.
 async fn observe(reference: bool) -> Value {
     let sb = Sandbox::with_server().await;
     sb.write_models(&sb.server().base_url(), json!({"reasoning": true}));
@@ -111,12 +117,27 @@ async fn observe(reference: bool) -> Value {
         own.extend(until_all(&mut pi, &wanted).await.iter().filter_map(observed));
     }
     let state = pi.call("s3", json!({"type": "get_state"})).await;
+
+    // A cycled level, then a model whose switch sets the level too, while the cycled one's handler waits.
+    pi.send(json!({"id": "c1", "type": "cycle_thinking_level"})).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    pi.send(json!({"id": "m", "type": "set_model", "provider": "fake", "modelId": "fake-other"})).await;
+    // pi checks the login before it switches: a line read meanwhile sees the old model.
+    let mut switched = pi.until(response("m")).await;
+    pi.send(json!({"id": "s4", "type": "get_state"})).await;
+    let wanted: [&dyn Fn(&Value) -> bool; 3] = [&response("s4"), &notified("a end off"), &notified("b off")];
+    switched.extend(until_all(&mut pi, &wanted).await);
+    let first_end = switched.iter().position(notified("a end low"));
+    let switch_answered_first = switched.iter().position(response("m")) < first_end;
+    let (switch_handlers, switch_rest): (Vec<String>, Vec<String>) =
+        switched.iter().filter_map(observed).partition(|line| after_a_wait(line));
     pi.close_stdin();
     json!({
         "meanwhile": {"handlers": handlers, "rest": rest, "answered before the first wait ended": answered_first},
         "requests": requests,
         "own": own,
         "state": observed(&state),
+        "switch": {"handlers": switch_handlers, "rest": switch_rest, "answered first": switch_answered_first},
     })
 }
 
