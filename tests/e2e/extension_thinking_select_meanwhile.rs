@@ -14,15 +14,9 @@
 
 use std::time::Duration;
 
-use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::clients::node22;
-use crate::extension_awaited_events::start;
-use crate::extension_host::{host_dir, write_module};
-use crate::extension_model_select_meanwhile::{notified, observed, response, until_all};
-use crate::extension_provider_events::reference_cli;
-use crate::harness::Sandbox;
+use crate::extension_model_select_meanwhile::{assert_as_in_pi, notified, observed, response, start_two, until_all};
 
 /// A `thinking_level_select` handler that notifies, waits, then notifies
 /// what it reads; a command that sets the level itself.
@@ -33,7 +27,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export default function (pi: ExtensionAPI) {
   pi.on("thinking_level_select", async (event, ctx) => {
     ctx.ui.notify(`a start ${event.level} from ${event.previousLevel} (${pi.getThinkingLevel()} idle ${ctx.isIdle()})`, "info");
-    await pause(400);
+    await pause(1000);
     // Whether the prompt's run is over by then depends on the machine: not read here.
     ctx.ui.notify(`a end ${event.level} (${pi.getThinkingLevel()} ${ctx.model?.id})`, "info");
   });
@@ -74,24 +68,31 @@ fn after_a_wait(line: &str) -> bool {
     line.starts_with("notify a end") || (line.starts_with("notify b ") && !line.starts_with("notify b model"))
 }
 
+/// `lines` apart: what the handlers of each of `levels` notified after the
+/// first one's wait, in order (when one level's end comes against
+/// another's depends on the machine's load), and the rest in order.
+fn apart(lines: &[Value], levels: &[&str]) -> (Value, Vec<String>) {
+    let (handlers, rest): (Vec<String>, Vec<String>) = lines.iter().filter_map(observed).partition(|l| after_a_wait(l));
+    let of_level = |level: &str| {
+        let marker = format!(" {level} (");
+        json!(handlers.iter().filter(|line| line.contains(&marker)).collect::<Vec<_>>())
+    };
+    (levels.iter().map(|level| (level.to_string(), of_level(level))).collect(), rest)
+}
+
 /// What one program showed: commands sent while a `thinking_level_select`
 /// handler waits, each extension's own `pi.setThinkingLevel()`, then a
 /// cycled level and a model's switch while a handler waits.
 async fn observe(reference: bool) -> Value {
-    let sb = Sandbox::with_server().await;
-    sb.write_models(&sb.server().base_url(), json!({"reasoning": true}));
-    sb.server().set_fallback(Reply::text("done"));
-    write_module(&sb, "a-slow.ts", SLOW_THINKING);
-    write_module(&sb, "b-other.ts", OTHER_THINKING);
-    let Some(mut pi) = start(&sb, reference, json!({})) else { return Value::Null };
-    pi.call("c", json!({"type": "get_commands"})).await;
+    let Some((sb, mut pi)) = start_two(reference, SLOW_THINKING, OTHER_THINKING).await else { return Value::Null };
 
-    // A level, then a read, another level, a read and a prompt while its handler waits.
+    // A level, then a read, another level, a read and a prompt while its handler waits (300 ms apart:
+    // the next extension's handlers of the first level start before the second level's end).
     pi.send(json!({"id": "t1", "type": "set_thinking_level", "level": "low"})).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
     pi.send(json!({"id": "s1", "type": "get_state"})).await;
     // pi writes an answer read with the next line's after what that line's handlers do at once.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
     pi.send(json!({"id": "t2", "type": "set_thinking_level", "level": "high"})).await;
     pi.send(json!({"id": "s2", "type": "get_state"})).await;
     pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
@@ -104,8 +105,7 @@ async fn observe(reference: bool) -> Value {
         .map(|answered| meanwhile.iter().position(answered) < first_end)
         .collect::<Vec<bool>>();
     // When the run ends against the handlers' wait depends on the machine: only the order within each is compared.
-    let (handlers, rest): (Vec<String>, Vec<String>) =
-        meanwhile.iter().filter_map(observed).partition(|line| after_a_wait(line));
+    let (handlers, rest) = apart(&meanwhile, &["low", "high"]);
     let requests: Vec<String> =
         sb.server().requests().iter().map(|r| format!("{} {}", r.body["model"], r.body["reasoning_effort"])).collect();
 
@@ -120,7 +120,8 @@ async fn observe(reference: bool) -> Value {
 
     // A cycled level, then a model whose switch sets the level too, while the cycled one's handler waits.
     pi.send(json!({"id": "c1", "type": "cycle_thinking_level"})).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Apart enough that the next extension's handlers of the first level start before the second level's end.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     pi.send(json!({"id": "m", "type": "set_model", "provider": "fake", "modelId": "fake-other"})).await;
     // pi checks the login before it switches: a line read meanwhile sees the old model.
     let mut switched = pi.until(response("m")).await;
@@ -129,8 +130,7 @@ async fn observe(reference: bool) -> Value {
     switched.extend(until_all(&mut pi, &wanted).await);
     let first_end = switched.iter().position(notified("a end low"));
     let switch_answered_first = switched.iter().position(response("m")) < first_end;
-    let (switch_handlers, switch_rest): (Vec<String>, Vec<String>) =
-        switched.iter().filter_map(observed).partition(|line| after_a_wait(line));
+    let (switch_handlers, switch_rest) = apart(&switched, &["low", "off"]);
     pi.close_stdin();
     json!({
         "meanwhile": {"handlers": handlers, "rest": rest, "answered before the first wait ended": answered_first},
@@ -143,10 +143,5 @@ async fn observe(reference: bool) -> Value {
 
 #[tokio::test]
 async fn commands_sent_while_thinking_level_select_handlers_run_are_answered_as_pi_answers_them() {
-    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
-        return;
-    }
-    let (ours, theirs) = tokio::join!(observe(false), observe(true));
-    eprintln!("pi-rpc: {ours:#}\npi 1.6.0: {theirs:#}");
-    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    assert_as_in_pi(observe).await;
 }
