@@ -61,7 +61,7 @@ export default function (pi: ExtensionAPI) {
 "#;
 
 /// A line of the transcript, with what a `get_state` / `get_messages` answered.
-fn observed(line: &Value) -> Option<String> {
+pub(crate) fn observed(line: &Value) -> Option<String> {
     match line["command"].as_str() {
         Some("get_state") if line["type"] == "response" => {
             Some(format!("state {} {}", line["data"]["model"]["id"], line["data"]["thinkingLevel"]))
@@ -74,7 +74,7 @@ fn observed(line: &Value) -> Option<String> {
 }
 
 /// Read until every one of `wanted` was seen (each a predicate on one line).
-async fn until_all(pi: &mut Pi, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec<Value> {
+pub(crate) async fn until_all(pi: &mut Pi, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec<Value> {
     let mut seen = vec![false; wanted.len()];
     pi.until(|line| {
         for (i, wants) in wanted.iter().enumerate() {
@@ -85,24 +85,18 @@ async fn until_all(pi: &mut Pi, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec<Value
     .await
 }
 
-fn response(id: &'static str) -> impl Fn(&Value) -> bool {
+pub(crate) fn response(id: &'static str) -> impl Fn(&Value) -> bool {
     move |line: &Value| line["type"] == "response" && line["id"] == id
 }
 
-fn notified(prefix: &'static str) -> impl Fn(&Value) -> bool {
+pub(crate) fn notified(prefix: &'static str) -> impl Fn(&Value) -> bool {
     move |line: &Value| line["message"].as_str().is_some_and(|m| m.starts_with(prefix))
 }
 
 /// What one program showed: commands sent while a `model_select` handler
 /// waits, a prompt sent then, and a command's own `pi.setModel()`.
 async fn observe(reference: bool) -> Value {
-    let sb = Sandbox::with_server().await;
-    sb.write_models(&sb.server().base_url(), json!({"reasoning": true}));
-    sb.server().set_fallback(Reply::text("done"));
-    write_module(&sb, "a-slow.ts", SLOW_SELECTION);
-    write_module(&sb, "b-other.ts", OTHER_SELECTION);
-    let Some(mut pi) = start(&sb, reference, json!({})) else { return Value::Null };
-    pi.call("c", json!({"type": "get_commands"})).await;
+    let Some((sb, mut pi)) = start_two(reference, SLOW_SELECTION, OTHER_SELECTION).await else { return Value::Null };
     let pause = || tokio::time::sleep(Duration::from_millis(100));
 
     // Read-only commands sent while the handler waits.
@@ -144,12 +138,31 @@ async fn observe(reference: bool) -> Value {
     })
 }
 
-#[tokio::test]
-async fn commands_sent_while_model_select_handlers_run_are_answered_as_pi_answers_them() {
+/// pi-rpc or pi 1.6.0 (`reference`) with the fake provider's reasoning
+/// model, which replies "done", and two extensions (`a-slow.ts` and
+/// `b-other.ts`, loaded in that order), their commands listed.
+pub(crate) async fn start_two(reference: bool, first: &str, second: &str) -> Option<(Sandbox, Pi)> {
+    let sb = Sandbox::with_server().await;
+    sb.write_models(&sb.server().base_url(), json!({"reasoning": true}));
+    sb.server().set_fallback(Reply::text("done"));
+    write_module(&sb, "a-slow.ts", first);
+    write_module(&sb, "b-other.ts", second);
+    let mut pi = start(&sb, reference, json!({}))?;
+    pi.call("c", json!({"type": "get_commands"})).await;
+    Some((sb, pi))
+}
+
+/// What `observe` saw of pi-rpc equals what it saw of pi 1.6.0 (skipped without the tools).
+pub(crate) async fn assert_as_in_pi<Observed: Future<Output = Value>>(observe: impl Fn(bool) -> Observed) {
     if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
         return;
     }
     let (ours, theirs) = tokio::join!(observe(false), observe(true));
     eprintln!("pi-rpc: {ours:#}\npi 1.6.0: {theirs:#}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn commands_sent_while_model_select_handlers_run_are_answered_as_pi_answers_them() {
+    assert_as_in_pi(observe).await;
 }

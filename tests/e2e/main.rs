@@ -72,6 +72,7 @@ mod extension_sdk_subcm;
 mod extension_sdk_subcode;
 mod extension_sdk_subdesc;
 mod extension_stream_placement;
+mod extension_thinking_select_meanwhile;
 #[macro_use]
 mod extension_sdk_submcp;
 mod extension_sdk_submcp_options;

@@ -141,7 +141,8 @@ pub(crate) struct ExtensionState {
     /// Custom messages for the next prompt (`deliverAs: "nextTurn"`).
     next_turn: Vec<AgentMessage>,
     /// The last `model_select` / `thinking_level_select` sent to extensions
-    /// that await them: done when its handlers are (each waits for the one before).
+    /// that await them: done when its handlers are, a thinking level's once
+    /// the first started (each waits for the one before).
     selection: Option<tokio::sync::oneshot::Receiver<()>>,
     /// Tool names each extension added.
     tools_of: HashMap<usize, Vec<String>>,

@@ -154,7 +154,7 @@ impl Activity {
     pub(super) fn held_custom(&self) -> Vec<AgentMessage> {
         let custom = |m: &HeldMessage| match m {
             HeldMessage::Custom(message) => Some(message.clone()),
-            _ => None,
+            HeldMessage::Bash(_) | HeldMessage::AfterSettled(_) => None,
         };
         self.held.iter().filter_map(custom).collect()
     }
@@ -168,7 +168,7 @@ impl Activity {
             .into_iter()
             .filter_map(|m| match m {
                 HeldMessage::Custom(message) => Some(message),
-                _ => None,
+                HeldMessage::Bash(_) | HeldMessage::AfterSettled(_) => None,
             })
             .collect()
     }

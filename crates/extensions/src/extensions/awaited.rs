@@ -2,9 +2,14 @@
 //! subscriber that awaits them gets the event as a request and answers once
 //! its handlers are done, one extension after the other in load order,
 //! before the caller goes on (writes the event to the client, answers the
-//! command). Nothing is asked when no extension awaits the event.
+//! command). Nothing is asked when no extension awaits the event. One pi
+//! emits without awaiting it (`thinking_level_select`) runs the same way
+//! aside, its caller told once the first handlers started.
 
-use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
 
 use super::process::CallError;
 use super::{Extensions, protocol};
@@ -46,10 +51,65 @@ impl Extensions {
     /// session). A failed call is reported as the event's error.
     pub async fn deliver(&self, name: &str, payload: Value) {
         for ext in self.list().iter().filter(|e| e.awaits(name)) {
-            match ext.call(protocol::awaited_event_method(name), payload.clone(), None).await {
+            match ext.call("event", payload.clone(), None).await {
                 Ok(_) | Err(CallError::Dead(_) | CallError::Cancelled) => {}
                 Err(CallError::Failed(error)) => self.report(ext, name, error).await,
             }
         }
+    }
+
+    /// The first live extension (its id) that awaits the handlers of `name`, in load order.
+    pub fn first_awaiting(&self, name: &str) -> Option<usize> {
+        self.list().iter().find(|e| e.awaits(name)).map(|e| e.id)
+    }
+
+    /// Run the handlers of `name`, which pi emits without awaiting them
+    /// (`thinking_level_select`), as pi's emit runs them: each awaiting
+    /// extension's in load order beside its other work, the next
+    /// extension's once the ones before are done. `started` is told once
+    /// the first extension's handlers ran up to their first wait. `own`:
+    /// extension `id` started its handlers itself as run `run` (its own
+    /// `pi.setThinkingLevel()`, see [`Extensions::new_unawaited_run`]), not asked again.
+    pub async fn deliver_unawaited(
+        &self,
+        name: &str,
+        payload: Value,
+        own: Option<(usize, u64)>,
+        started: oneshot::Sender<()>,
+    ) {
+        let mut started = Some(started);
+        for ext in self.list().iter().filter(|e| e.awaits(name)) {
+            let run = match own {
+                Some((id, run)) if id == ext.id => run,
+                _ => {
+                    let run = Self::new_unawaited_run();
+                    match ext.call("event_started", json!({"run": run, "event": payload}), None).await {
+                        Ok(_) => run,
+                        Err(CallError::Dead(_) | CallError::Cancelled) => continue,
+                        Err(CallError::Failed(error)) => {
+                            self.report(ext, name, error).await;
+                            continue;
+                        }
+                    }
+                }
+            };
+            if let Some(started) = started.take() {
+                let _ = started.send(());
+            }
+            // Not bounded by the call timeout: pi does not await these handlers, a slow one only holds the next.
+            match ext.call_streaming("event_finished", json!({"run": run}), None).await {
+                Ok(_) | Err(CallError::Dead(_) | CallError::Cancelled) => {}
+                Err(CallError::Failed(error)) => self.report(ext, name, error).await,
+            }
+        }
+        if let Some(started) = started {
+            let _ = started.send(());
+        }
+    }
+
+    /// A new run of handlers pi does not await, for [`Extensions::deliver_unawaited`].
+    pub fn new_unawaited_run() -> u64 {
+        static RUNS: AtomicU64 = AtomicU64::new(0);
+        RUNS.fetch_add(1, Ordering::Relaxed) + 1
     }
 }

@@ -74,14 +74,6 @@ fn awaited_subscription(event: &str) -> &str {
     if event == "agent_settled" { AGENT_SETTLED_HANDLERS } else { event }
 }
 
-/// The request method of an awaited notification (its payload the event):
-/// `event`, answered once the handlers are done, or `event_started` for one
-/// pi emits without awaiting it (`thinking_level_select`: what a handler
-/// does before its first wait comes first), answered once they started.
-pub fn awaited_event_method(event: &str) -> &'static str {
-    if event == "thinking_level_select" { "event_started" } else { "event" }
-}
-
 /// Hooks: requests whose reply can change what happens next.
 pub const HOOK_EVENTS: &[&str] = &[
     "tool_call",

@@ -479,6 +479,9 @@ impl Agent {
             ExtSignal::Host(HostSignal::Request { request: ExtRequest::SetModel(p), reply, .. }) => {
                 self.extension_set_model(&p, reply).await;
             }
+            ExtSignal::Host(HostSignal::Request { id, request: ExtRequest::SetThinkingLevel(p), reply }) => {
+                self.extension_set_thinking_level(id, &p, reply).await;
+            }
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;
                 let _ = reply.send(result);

@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use super::Agent;
 use crate::agent::state::Pending;
 use crate::extensions::ExtRequest;
-use crate::model::ThinkingLevel;
 use crate::op::Op;
 
 fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
@@ -70,12 +69,6 @@ impl Agent {
                 let label = text(&p, "label").filter(|l| !l.trim().is_empty());
                 let entry = self.session.label(target, label).map_err(|e| e.to_string())?;
                 Ok(json!({"entryId": entry}))
-            }
-            ExtRequest::SetThinkingLevel(p) => {
-                let level = text(&p, "level").unwrap_or_default();
-                let level: ThinkingLevel = level.parse().map_err(|_| format!("Invalid thinking level: {level}"))?;
-                self.change_thinking(level).await;
-                Ok(Value::Null)
             }
             ExtRequest::Abort => {
                 self.abort(None).await;

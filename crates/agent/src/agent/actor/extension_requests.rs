@@ -73,7 +73,6 @@ impl Agent {
             | ExtRequest::GetAllTools
             | ExtRequest::GetSession
             | ExtRequest::SetLabel(_)
-            | ExtRequest::SetThinkingLevel(_)
             | ExtRequest::Abort
             | ExtRequest::Shutdown
             | ExtRequest::Emit(_)
@@ -89,6 +88,7 @@ impl Agent {
             ExtRequest::SessionMcp { method, .. } => Err(format!("{method} is not served here")),
             // Served aside by the actor's loop (selection_events.rs), never here.
             ExtRequest::SetModel(_) => Err("setModel is not served here".to_string()),
+            ExtRequest::SetThinkingLevel(_) => Err("setThinkingLevel is not served here".to_string()),
             ExtRequest::Library(p) => crate::agent::extension_library::request(&p).await,
             ExtRequest::GetCommands => {
                 let commands: Vec<Value> = self

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::Agent;
 use super::extension_host_requests::model_json;
+use super::selection_events::ThinkingCaller;
 use crate::agent::internal::QueueKind;
 use crate::error::CoreError;
 use crate::event::AgentEvent;
@@ -96,17 +97,24 @@ impl Agent {
 
     /// Change the thinking level (clamped to the model); announce and record real changes.
     pub(super) async fn change_thinking(&mut self, wanted: ThinkingLevel) {
+        self.change_thinking_for(wanted, None).await;
+    }
+
+    /// [`Agent::change_thinking`] for `caller`, an extension's own
+    /// `pi.setThinkingLevel()`, answered as pi returns from it (selection_events.rs).
+    pub(super) async fn change_thinking_for(&mut self, wanted: ThinkingLevel, caller: Option<ThinkingCaller>) {
         let previous = self.models.thinking();
-        if let Some(level) = self.models.set_thinking(wanted) {
-            if let Err(e) = self.session.record_thinking(level) {
-                tracing::error!("cannot write session entry: {e}");
-            }
-            // pi's `thinking_level_select`: the level and the one before.
-            let payload =
-                json!({"type": "thinking_level_select", "level": level.as_str(), "previousLevel": previous.as_str()});
-            self.announce_selection("thinking_level_select", payload);
-            self.emit(AgentEvent::ThinkingLevelChanged { level }).await;
+        let Some(level) = self.models.set_thinking(wanted) else {
+            return ThinkingCaller::answer(caller, Value::Null);
+        };
+        if let Err(e) = self.session.record_thinking(level) {
+            tracing::error!("cannot write session entry: {e}");
         }
+        self.emit(AgentEvent::ThinkingLevelChanged { level }).await;
+        // pi's `thinking_level_select`: the level and the one before.
+        let payload =
+            json!({"type": "thinking_level_select", "level": level.as_str(), "previousLevel": previous.as_str()});
+        self.announce_thinking(payload, caller);
     }
 
     /// Switch to `model`, keeping the thinking level where the model allows

@@ -328,7 +328,9 @@ export class Instance {
 				return state().thinkingLevel;
 			},
 			setThinkingLevel(level) {
-				syncWrite("setThinkingLevel", { level });
+				// When this extension's handlers come first, pi runs them up to their first wait before the call returns.
+				const own = syncWrite("setThinkingLevel", { level });
+				if (own?.run !== undefined) self.startUnawaited?.(own);
 			},
 			getSettings() {
 				return readSettings(self.agentDir, self.cwd, self.projectTrusted);

@@ -195,6 +195,27 @@ function inTurn(event) {
 	return event.type === "model_select" ? onEvent(event) : serial(() => onEvent(event));
 }
 
+/** The handlers of events pi emits without awaiting them, by run (`event_started`, an own `pi.setThinkingLevel()`). */
+const unawaitedRuns = new Map();
+
+/**
+ * Start run `run` of `event`'s handlers (`thinking_level_select`) beside
+ * the queue, as pi's emit starts them: up to their first wait now, the
+ * rest beside whatever else this extension's handlers await.
+ */
+function startUnawaited({ run, event }) {
+	const running = onEvent(event ?? {}).catch((error) => reportError(event?.type ?? "event", error));
+	unawaitedRuns.set(String(run), running);
+	return null;
+}
+
+/** Run `run`'s handlers, done. */
+function finishUnawaited({ run }) {
+	const running = unawaitedRuns.get(String(run)) ?? Promise.resolve();
+	unawaitedRuns.delete(String(run));
+	return running.then(() => null);
+}
+
 async function onEvent(event) {
 	if (!instance) return;
 	// An event means the agent has moved on: a snapshot read before it (the
@@ -258,15 +279,10 @@ function onRequest(message) {
 	else if (method === "mcp_auth") work = Promise.resolve().then(() => mcpAuthHandler(params)?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
 	// A notification pi awaits (`awaitEvents`): answered once its handlers are done, in event order with the others.
 	else if (method === "event") work = params?.type === "message_stream" ? receiveStream(params) : inTurn(params);
-	// One pi emits without awaiting it (thinking_level_select): answered once its handlers started.
-	else if (method === "event_started")
-		work = new Promise((started) =>
-			serial(() => {
-				const running = onEvent(params);
-				started();
-				return running;
-			}),
-		);
+	// One pi emits without awaiting it (thinking_level_select): its handlers start beside the queue,
+	// answered once they ran up to their first wait; `event_finished` once they are done.
+	else if (method === "event_started") work = Promise.resolve(startUnawaited(params));
+	else if (method === "event_finished") work = finishUnawaited(params);
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else
 		work = serial(() => {
@@ -502,6 +518,7 @@ async function createInstance(bindNow, renewed = false) {
 		reportError,
 	});
 	current.instance.flushRegistration = flush;
+	current.instance.startUnawaited = startUnawaited;
 	await factory(current.instance.pi);
 	// A native provider's key and offline model refresh go out with the first registration.
 	await current.instance.providers.settled();
