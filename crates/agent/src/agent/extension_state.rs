@@ -72,6 +72,8 @@ pub(crate) enum ExtSignal {
     InputDone {
         tag: Option<RequestTag>,
         op: Option<Op>,
+        /// Which asking it answers (see [`ExtensionState::input_asked`]).
+        decision: u64,
     },
     /// The `session_before_tree` hooks decided about a command's `ctx.navigateTree()`.
     TreeHookDone {
@@ -103,6 +105,7 @@ pub(crate) enum ExtSignal {
     UserMessageInputDone {
         id: usize,
         params: Option<Value>,
+        decision: u64,
     },
 }
 
@@ -134,6 +137,8 @@ pub(crate) struct ExtensionState {
     /// Replaced sessions whose `session_start` handlers have not all run
     /// (ops wait, as pi answers the replacement after them).
     restarting: usize,
+    /// How many times the `input` hooks were asked (the last asking's number).
+    inputs_asked: u64,
     /// Extensions a reload or a session replacement has yet to make anew
     /// (each leaves once its new instance handled `session_start`): pi's
     /// new runtime does not list their servers while the factories run.
@@ -233,6 +238,7 @@ impl ExtensionState {
             discovering: 0,
             running: 0,
             restarting: 0,
+            inputs_asked: 0,
             awaiting_replacement: Arc::default(),
             next_turn: Vec::new(),
             selection: None,
@@ -430,6 +436,17 @@ impl ExtensionState {
     /// A command finished.
     pub(super) fn command_done(&mut self) {
         self.running = self.running.saturating_sub(1);
+    }
+
+    /// The `input` hooks are asked about some input: the number of this asking.
+    pub(super) fn input_asked(&mut self) -> u64 {
+        self.inputs_asked += 1;
+        self.inputs_asked
+    }
+
+    /// The number of the last time the `input` hooks were asked.
+    pub(super) fn last_input_asked(&self) -> u64 {
+        self.inputs_asked
     }
 
     /// An `input` or session hook decides: ops wait until [`Self::hook_done`].

@@ -130,6 +130,7 @@ impl Agent {
             _ => return Some(op),
         };
         self.ext.hook_started();
+        let decision = self.ext.input_asked();
         let internal = self.channels.internal();
         let handle = self.ext.handle().clone();
         tokio::spawn(async move {
@@ -141,7 +142,7 @@ impl Agent {
                     _ => Op::FollowUp { message: text, images },
                 }),
             };
-            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::InputDone { tag, op }))).await;
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::InputDone { tag, op, decision }))).await;
         });
         None
     }
@@ -158,6 +159,7 @@ impl Agent {
             Some("followUp") if self.activity.is_running() => Some("followUp"),
             _ => None,
         };
+        let decision = self.ext.input_asked();
         let internal = self.channels.internal();
         let handle = self.ext.handle().clone();
         let mut params = params.clone();
@@ -171,7 +173,8 @@ impl Agent {
                     Some(params)
                 }
             };
-            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::UserMessageInputDone { id, params }))).await;
+            let done = ExtSignal::UserMessageInputDone { id, params, decision };
+            let _ = internal.send(Internal::Extension(Box::new(done))).await;
         });
         true
     }
@@ -498,7 +501,7 @@ impl Agent {
                 }
                 self.reply(tag, Ok(Reply::Prompt(Disposition::Handled))).await;
             }
-            ExtSignal::InputDone { tag, op } => {
+            ExtSignal::InputDone { tag, op, decision } => {
                 self.ext.hook_done();
                 match op {
                     Some(op) => {
@@ -507,12 +510,14 @@ impl Agent {
                     }
                     None => self.reply(tag, Ok(Reply::Prompt(Disposition::Handled))).await,
                 }
+                self.input_decided(decision).await;
                 self.release_deferred().await;
             }
-            ExtSignal::UserMessageInputDone { id, params } => {
+            ExtSignal::UserMessageInputDone { id, params, decision } => {
                 if let Some(params) = params {
                     self.deliver_user_message(id, &params).await;
                 }
+                self.input_decided(decision).await;
             }
             ExtSignal::TreeHookDone { nav, decision } => self.finish_navigation(*nav, decision).await,
             ExtSignal::TreeSummaryDone { nav, decision, summary } => {
