@@ -105,6 +105,16 @@ async fn until_or_quiet(pi: &mut Pi, quiet: Duration, mut done: impl FnMut(&Valu
     lines
 }
 
+/// Lines until the `runs`th `agent_settled`, or until none came for 3 s.
+async fn until_settled(pi: &mut Pi, runs: usize) -> Vec<Value> {
+    let mut settled = 0;
+    let enough = |l: &Value| {
+        settled += usize::from(l["type"] == "agent_settled");
+        settled == runs
+    };
+    until_or_quiet(pi, Duration::from_secs(3), enough).await
+}
+
 /// What one program showed when three prompts arrive while the first run's
 /// `agent_settled` handler waits, and that handler then sends a user message.
 async fn observe_deferred(reference: bool) -> Value {
@@ -124,12 +134,7 @@ async fn observe_deferred(reference: bool) -> Value {
     lines.extend(pi.until(|l| l["id"] == "s0").await);
     go_on(&sb);
     // The first run's end; pi: the runs of "second", "transformed: transform fourth", "from the extension".
-    let mut settled = 0;
-    let four_runs = |l: &Value| {
-        settled += usize::from(l["type"] == "agent_settled");
-        settled == 4
-    };
-    lines.extend(until_or_quiet(&mut pi, Duration::from_secs(3), four_runs).await);
+    lines.extend(until_settled(&mut pi, 4).await);
     pi.call("s", json!({"type": "get_state"})).await;
     let transcript: Vec<String> = lines.iter().filter_map(shown).collect();
     let session = entries(&sb);
@@ -197,12 +202,7 @@ async fn observe_idle(reference: bool, behavior: Option<&str>) -> Value {
     let mut lines = until_or_quiet(&mut pi, Duration::from_secs(2), asked_and_answered).await;
     go_on(&sb);
     // The first prompt's run, then the run of the user message its `agent_settled` handler sends.
-    let mut settled = 0;
-    let two_runs = |l: &Value| {
-        settled += usize::from(l["type"] == "agent_settled");
-        settled == 2
-    };
-    lines.extend(until_or_quiet(&mut pi, Duration::from_secs(3), two_runs).await);
+    lines.extend(until_settled(&mut pi, 2).await);
     pi.call("s", json!({"type": "get_state"})).await;
     let shown_lines: Vec<String> = lines.iter().filter_map(shown).collect();
     let at = |what: &str| shown_lines.iter().position(|s| s.starts_with(what)).unwrap_or(usize::MAX);
