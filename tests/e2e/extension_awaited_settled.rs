@@ -70,7 +70,7 @@ async fn until_both(pi: &mut Pi, first: impl Fn(&Value) -> bool, second: impl Fn
     lines
 }
 
-fn notified(line: &Value, message: &str) -> bool {
+pub(crate) fn notified(line: &Value, message: &str) -> bool {
     line["type"] == "extension_ui_request" && line["message"] == message
 }
 
@@ -153,7 +153,7 @@ export default function (pi: ExtensionAPI) {
 "#;
 
 /// What the model was asked: each request's messages, role and text.
-fn asked(sb: &crate::harness::Sandbox) -> Vec<Vec<String>> {
+pub(crate) fn asked(sb: &crate::harness::Sandbox) -> Vec<Vec<String>> {
     let text = |message: &Value| match &message["content"] {
         Value::String(text) => text.clone(),
         Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(" "),

@@ -35,6 +35,7 @@ mod extension_event_payloads;
 mod extension_event_stream;
 mod extension_host;
 mod extension_host_install;
+mod extension_input_hold;
 mod extension_llama_refresh;
 mod extension_mcp;
 mod extension_mcp_auth_provider;

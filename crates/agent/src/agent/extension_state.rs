@@ -72,6 +72,10 @@ pub(crate) enum ExtSignal {
     InputDone {
         tag: Option<RequestTag>,
         op: Option<Op>,
+        /// Which asking it answers (see [`ExtensionState::input_asked`]).
+        decision: u64,
+        /// The op is a prompt.
+        prompt: bool,
     },
     /// The `session_before_tree` hooks decided about a command's `ctx.navigateTree()`.
     TreeHookDone {
@@ -103,6 +107,7 @@ pub(crate) enum ExtSignal {
     UserMessageInputDone {
         id: usize,
         params: Option<Value>,
+        decision: u64,
     },
 }
 
@@ -134,6 +139,10 @@ pub(crate) struct ExtensionState {
     /// Replaced sessions whose `session_start` handlers have not all run
     /// (ops wait, as pi answers the replacement after them).
     restarting: usize,
+    /// How many times the `input` hooks were asked (the last asking's number).
+    inputs_asked: u64,
+    /// Prompts and user messages the `input` hooks decide about.
+    prompts_deciding: usize,
     /// Extensions a reload or a session replacement has yet to make anew
     /// (each leaves once its new instance handled `session_start`): pi's
     /// new runtime does not list their servers while the factories run.
@@ -234,6 +243,8 @@ impl ExtensionState {
             discovering: 0,
             running: 0,
             restarting: 0,
+            inputs_asked: 0,
+            prompts_deciding: 0,
             awaiting_replacement: Arc::default(),
             next_turn: Vec::new(),
             selection: None,
@@ -379,7 +390,8 @@ impl ExtensionState {
         self.tools_version.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// A command (a built-in one too) is in flight until its `CommandDone`.
+    /// A command (a built-in one too) is in flight until its `CommandDone`,
+    /// or a client's input until the `input` hooks decided.
     pub(super) fn command_started(&mut self) {
         self.running += 1;
     }
@@ -428,12 +440,37 @@ impl ExtensionState {
         self.discovering = self.discovering.saturating_sub(1);
     }
 
-    /// A command finished.
+    /// A command finished (or the `input` hooks decided about a client's input).
     pub(super) fn command_done(&mut self) {
         self.running = self.running.saturating_sub(1);
     }
 
-    /// An `input` or session hook decides: ops wait until [`Self::hook_done`].
+    /// The `input` hooks are asked about some input (`prompt`: a prompt or
+    /// an extension's user message, pi's prompt preflight): the number of
+    /// this asking. Later ops do not wait for them, as in pi.
+    pub(super) fn input_asked(&mut self, prompt: bool) -> u64 {
+        self.inputs_asked += 1;
+        self.prompts_deciding += usize::from(prompt);
+        self.inputs_asked
+    }
+
+    /// The `input` hooks decided about an input [`Self::input_asked`] told.
+    pub(super) fn input_decided(&mut self, prompt: bool) {
+        self.prompts_deciding = self.prompts_deciding.saturating_sub(usize::from(prompt));
+    }
+
+    /// The `input` hooks decide about a prompt (pi's session cannot
+    /// navigate its tree meanwhile).
+    pub(super) fn prompt_deciding(&self) -> bool {
+        self.prompts_deciding > 0
+    }
+
+    /// The number of the last time the `input` hooks were asked.
+    pub(super) fn last_input_asked(&self) -> u64 {
+        self.inputs_asked
+    }
+
+    /// A session hook decides: ops wait until [`Self::hook_done`].
     pub(super) fn hook_started(&mut self) {
         self.hook_pending = true;
         self.running += 1;

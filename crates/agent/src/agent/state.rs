@@ -27,6 +27,9 @@ pub(super) struct Activity {
     /// left waiting: done once that run's own deferred work is done (pi
     /// awaits each deferred prompt's whole run before the next).
     carried: Vec<AfterSettled>,
+    /// The `input` hooks' decision (its asking's number) the carried work
+    /// waits for: a deferred prompt they hold is decided before the next.
+    carried_awaits: Option<u64>,
     next_run_id: u64,
 }
 
@@ -39,6 +42,7 @@ impl Default for Activity {
             deferred: DeferredQueue::default(),
             held: Vec::new(),
             carried: Vec::new(),
+            carried_awaits: None,
             next_run_id: 1,
         }
     }
@@ -203,8 +207,29 @@ impl Activity {
         self.carried.extend(actions);
     }
 
-    /// The deferred work carried from an earlier run.
+    /// The carried work waits until the `input` hooks' asking number
+    /// `decision` is decided (pi awaits them before the next deferred item).
+    pub(super) fn carry_until_decided(&mut self, actions: Vec<AfterSettled>, decision: u64) {
+        self.carry_after_settled(actions);
+        self.carried_awaits = Some(decision);
+    }
+
+    /// The `input` hooks' asking number `decision` is decided: whether the
+    /// carried work waited for it (it waits no more).
+    pub(super) fn decided(&mut self, decision: u64) -> bool {
+        let awaited = self.carried_awaits == Some(decision);
+        if awaited {
+            self.carried_awaits = None;
+        }
+        awaited
+    }
+
+    /// The deferred work carried from an earlier run; none while it waits
+    /// for an `input` decision.
     pub(super) fn take_carried(&mut self) -> Vec<AfterSettled> {
+        if self.carried_awaits.is_some() {
+            return Vec::new();
+        }
         std::mem::take(&mut self.carried)
     }
 

@@ -109,8 +109,9 @@ impl Agent {
         Some(())
     }
 
-    /// Ask the `input` hooks about a prompt, steer or follow-up (held ops
-    /// wait meanwhile); `Some(op)` when none listens or they already decided.
+    /// Ask the `input` hooks about a prompt, steer or follow-up (later ops
+    /// go on meanwhile, as in pi); `Some(op)` when none listens or they
+    /// already decided.
     fn input_gate(&mut self, tag: Option<RequestTag>, op: Op, seen: bool) -> Option<Op> {
         if seen || !self.ext.handle().listens("input") {
             return Some(op);
@@ -129,7 +130,10 @@ impl Agent {
             Op::FollowUp { message, images } => (message.clone(), images.clone(), Some("followUp")),
             _ => return Some(op),
         };
-        self.ext.hook_started();
+        // Later ops go on meanwhile (pi handles each line as it comes).
+        self.ext.command_started();
+        let prompt = matches!(op, Op::Prompt { .. });
+        let decision = self.ext.input_asked(prompt);
         let internal = self.channels.internal();
         let handle = self.ext.handle().clone();
         tokio::spawn(async move {
@@ -141,7 +145,8 @@ impl Agent {
                     _ => Op::FollowUp { message: text, images },
                 }),
             };
-            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::InputDone { tag, op }))).await;
+            let _ =
+                internal.send(Internal::Extension(Box::new(ExtSignal::InputDone { tag, op, decision, prompt }))).await;
         });
         None
     }
@@ -158,6 +163,7 @@ impl Agent {
             Some("followUp") if self.activity.is_running() => Some("followUp"),
             _ => None,
         };
+        let decision = self.ext.input_asked(true);
         let internal = self.channels.internal();
         let handle = self.ext.handle().clone();
         let mut params = params.clone();
@@ -171,7 +177,8 @@ impl Agent {
                     Some(params)
                 }
             };
-            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::UserMessageInputDone { id, params }))).await;
+            let done = ExtSignal::UserMessageInputDone { id, params, decision };
+            let _ = internal.send(Internal::Extension(Box::new(done))).await;
         });
         true
     }
@@ -501,8 +508,9 @@ impl Agent {
                 }
                 self.reply(tag, Ok(Reply::Prompt(Disposition::Handled))).await;
             }
-            ExtSignal::InputDone { tag, op } => {
-                self.ext.hook_done();
+            ExtSignal::InputDone { tag, op, decision, prompt } => {
+                self.ext.command_done();
+                self.ext.input_decided(prompt);
                 match op {
                     Some(op) => {
                         let pending = Pending { tag, op, allowed: false, accepted: true, inputs_seen: true };
@@ -510,12 +518,15 @@ impl Agent {
                     }
                     None => self.reply(tag, Ok(Reply::Prompt(Disposition::Handled))).await,
                 }
+                self.input_decided(decision).await;
                 self.release_deferred().await;
             }
-            ExtSignal::UserMessageInputDone { id, params } => {
+            ExtSignal::UserMessageInputDone { id, params, decision } => {
+                self.ext.input_decided(true);
                 if let Some(params) = params {
                     self.deliver_user_message(id, &params).await;
                 }
+                self.input_decided(decision).await;
             }
             ExtSignal::TreeHookDone { nav, decision } => self.finish_navigation(*nav, decision).await,
             ExtSignal::TreeSummaryDone { nav, decision, summary } => {

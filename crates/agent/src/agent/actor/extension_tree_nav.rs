@@ -33,7 +33,8 @@ impl Agent {
     /// `{targetId, summarize?, customInstructions?, replaceInstructions?, label?}` of extension command.
     pub(super) async fn extension_navigate_tree(&mut self, p: &Value, reply: ExtReply) {
         let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_string);
-        if self.activity.is_running() {
+        // pi's prompt reserves the session from its `input` hooks on.
+        if self.activity.is_running() || self.ext.prompt_deciding() {
             let _ =
                 reply.send(Err("Wait for the current response to finish before navigating the session tree.".into()));
             return;

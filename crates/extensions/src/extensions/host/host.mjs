@@ -73,6 +73,11 @@ function serial(work) {
 	return run;
 }
 
+/** Run `work` after everything queued before it, holding nothing queued after it. */
+function alongside(work) {
+	return chain.then(work);
+}
+
 const channel = new Channel(onLine, () => {
 	// pi-rpc closed our input: finish what is queued (session_shutdown), then go.
 	serial(() => {}).finally(() => channel.exit(0));
@@ -283,17 +288,22 @@ function onRequest(message) {
 	// answered once they ran up to their first wait; `event_finished` once they are done.
 	else if (method === "event_started") work = Promise.resolve(startUnawaited(params));
 	else if (method === "event_finished") work = finishUnawaited(params);
+	// pi asks the `input` hooks about each prompt as it comes: another prompt's are asked while these decide.
+	else if (method === "input") work = alongside(() => hook(method, params, controller.signal));
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else
-		work = serial(() => {
-			// A hook means the agent has moved on (a `turn_end` boundary after the `message_end` that recorded its entry).
-			contexts.cache.clear();
-			return runHook(instance, method, params, contexts.event(controller.signal), reportError);
-		});
+		work = serial(() => hook(method, params, controller.signal));
 	work.then(
 		(result) => channel.send({ type: "response", id, result: result ?? null }),
 		(error) => channel.send({ type: "response", id, error: errorText(error) || "failed" }),
 	).finally(() => controllers.delete(String(id)));
+}
+
+/** The extension's `method` hook. */
+function hook(method, params, signal) {
+	// A hook means the agent has moved on (a `turn_end` boundary after the `message_end` that recorded its entry).
+	contexts.cache.clear();
+	return runHook(instance, method, params, contexts.event(signal), reportError);
 }
 
 async function runCommand({ name, args }, signal) {
