@@ -253,3 +253,34 @@ async fn a_prompt_sent_while_the_input_hook_decides_about_another_is_not_held_as
         assert_eq!(theirs["navigation"], json!(refused));
     }
 }
+
+/// What one program showed when a `steer` and a `follow_up` arrive while
+/// idle: each asked about, decided and queued in turn.
+async fn observe_idle_queueing(reference: bool) -> Value {
+    let sb = crate::harness::Sandbox::with_server().await;
+    sb.write_models(&sb.server().base_url(), json!({}));
+    sb.server().set_fallback(Reply::text("an answer"));
+    write_module(&sb, "holding.ts", HOLDING_HOOK);
+    let Some(mut pi) = start(&sb, reference, json!({})) else { return Value::Null };
+    pi.call("c", json!({"type": "get_commands"})).await;
+    let mut lines = Vec::new();
+    for (id, kind, text) in [("q1", "steer", "idle steer"), ("q2", "follow_up", "idle follow")] {
+        pi.send(json!({"id": id, "type": kind, "message": text})).await;
+        lines.extend(until_or_quiet(&mut pi, Duration::from_secs(5), |l| l["id"] == id).await);
+    }
+    pi.close_stdin();
+    json!(lines.iter().filter_map(shown).collect::<Vec<_>>())
+}
+
+#[tokio::test]
+async fn a_steer_or_follow_up_sent_while_idle_tells_the_input_hook_no_streaming_behavior_as_in_pi() {
+    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
+        return;
+    }
+    let (ours, theirs) = tokio::join!(observe_idle_queueing(false), observe_idle_queueing(true));
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    // Nothing streams: pi's hook hears no `streamingBehavior`.
+    let transcript: Vec<&str> = theirs.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    assert!(transcript.contains(&"notify input idle steer (rpc, -)"), "{transcript:?}");
+    assert!(transcript.contains(&"notify input idle follow (rpc, -)"), "{transcript:?}");
+}

@@ -121,15 +121,15 @@ impl Agent {
             StreamingBehavior::FollowUp => "followUp",
         };
         let (text, images, behavior) = match &op {
-            Op::Prompt { message, images, streaming_behavior } => (
-                message.clone(),
-                images.clone(),
-                streaming_behavior.filter(|_| self.activity.is_running()).map(streaming),
-            ),
+            Op::Prompt { message, images, streaming_behavior } => {
+                (message.clone(), images.clone(), streaming_behavior.map(streaming))
+            }
             Op::Steer { message, images } => (message.clone(), images.clone(), Some("steer")),
             Op::FollowUp { message, images } => (message.clone(), images.clone(), Some("followUp")),
             _ => return Some(op),
         };
+        // As pi, the hooks hear how the input is queued only while a run streams.
+        let behavior = behavior.filter(|_| self.activity.is_running());
         // Later ops go on meanwhile (pi handles each line as it comes).
         self.ext.command_started();
         let prompt = matches!(op, Op::Prompt { .. });
