@@ -239,6 +239,9 @@ struct Live {
     pending: VecDeque<Result<ProviderEvent, ProviderError>>,
     seen: Vec<ProviderEvent>,
     done: bool,
+    /// The answer's first message, decoded once `Opened` is handed out (pi-ai
+    /// hands the agent its `start` before the first stream event).
+    first: Option<(SseEvent, bool)>,
 }
 
 /// Run the call over WebSocket; `Err` when it should go over SSE instead.
@@ -539,7 +542,7 @@ async fn try_once(attempt: &Attempt, drop_continuation: bool) -> Result<Live, Fa
             };
             return failed(lease, Failure::Api(head.error_code(), err));
         }
-        let mut live = Live {
+        return Ok(Live {
             socket: lease.socket,
             lease_key: lease.key,
             created: lease.created,
@@ -548,9 +551,8 @@ async fn try_once(attempt: &Attempt, drop_continuation: bool) -> Result<Live, Fa
             pending: VecDeque::from([Ok(ProviderEvent::Opened)]),
             seen: Vec::new(),
             done: false,
-        };
-        live.feed(&event, head.is_completion(), &attempt.cancel).await;
-        return Ok(live);
+            first: Some((event, head.is_completion())),
+        });
     }
 }
 
@@ -643,6 +645,10 @@ fn stream_live(live: Live, attempt: Attempt) -> ProviderStream {
                     return Some((item, (None, attempt)));
                 }
                 return Some((item, (Some(live), attempt)));
+            }
+            if let Some((event, completion)) = live.first.take() {
+                live.feed(&event, completion, &attempt.cancel).await;
+                continue;
             }
             if live.done {
                 finish(live, &attempt).await;
