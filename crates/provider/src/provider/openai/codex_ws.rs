@@ -242,6 +242,9 @@ struct Live {
     /// The answer's first message, decoded once `Opened` is handed out (pi-ai
     /// hands the agent its `start` before the first stream event).
     first: Option<(SseEvent, bool)>,
+    /// The consumer's gate: the next message is read once it handed over
+    /// the events decoded so far (see [`crate::provider::read_gate`]).
+    gate: Option<Arc<crate::provider::read_gate::ReadGate>>,
 }
 
 /// Run the call over WebSocket; `Err` when it should go over SSE instead.
@@ -552,6 +555,7 @@ async fn try_once(attempt: &Attempt, drop_continuation: bool) -> Result<Live, Fa
             seen: Vec::new(),
             done: false,
             first: Some((event, head.is_completion())),
+            gate: crate::provider::read_gate::current(),
         });
     }
 }
@@ -653,6 +657,13 @@ fn stream_live(live: Live, attempt: Attempt) -> ProviderStream {
             if live.done {
                 finish(live, &attempt).await;
                 return None;
+            }
+            if let Some(gate) = &live.gate {
+                tokio::select! {
+                    biased;
+                    _ = attempt.cancel.cancelled() => {}
+                    _ = std::future::poll_fn(|cx| gate.poll_open(cx)) => {}
+                }
             }
             let next = tokio::select! {
                 _ = attempt.cancel.cancelled() => None,
