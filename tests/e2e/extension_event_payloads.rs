@@ -111,7 +111,7 @@ async fn compacted_past_the_threshold(reference: bool) -> Option<Vec<Value>> {
     let server = recording.sb.server();
     server.push(with_usage(Reply::text("first answer")));
     // Paced as `with_usage` paces: each update shows the message after its own read, in both.
-    server.push(Reply::text("second answer").usage(3400, 20, 0).paced_ms(crate::extension_sdk_session::PACE_MS));
+    server.push(Reply::text("second answer").usage(3400, 20, 0).paced_ms(crate::extension_event_stream::FRAME_PACE_MS));
     server.push(with_usage(Reply::text("## Goal\nSummarised.")));
     let long = |word: &str| format!("{word} {}", "word ".repeat(80));
     settled(&mut recording.pi, "p1", &long("one")).await;

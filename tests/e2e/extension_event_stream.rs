@@ -101,12 +101,19 @@ async fn recorded_times(log: &Path, event: &str, times: usize) {
     }
 }
 
+/// How far apart the frames of the recorded replies come: far enough that
+/// each is read alone, even on a loaded machine (pi hands a read's stream
+/// events over before the agent's events of its frames, so frames read
+/// together would mix by timing).
+pub(crate) const FRAME_PACE_MS: u64 = 120;
+
 /// `reply` with a fixed usage (the fake server's own counts the request's
 /// characters, and pi-rpc's system prompt has its own words), paced: the
 /// streaming message each `message_update` shows is the one after the read
-/// of its event, in both programs.
+/// of its event, and a frame's events come before the next frame's stream
+/// event, in both programs.
 pub(crate) fn with_usage(reply: Reply) -> Reply {
-    reply.usage(300, 20, 0).paced_ms(crate::extension_sdk_session::PACE_MS)
+    reply.usage(300, 20, 0).paced_ms(FRAME_PACE_MS)
 }
 
 /// The session: each step waits for the program to finish the last.

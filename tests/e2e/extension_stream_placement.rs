@@ -28,8 +28,8 @@ import { appendFileSync } from "node:fs";
 
 const LOG: string = LOG_PATH;
 const log = (line: unknown[]) => appendFileSync(LOG, JSON.stringify(line) + "\n");
-// "busy": the first text's stream event holds the reader 150 ms without
-// waiting; "slow": the first text delta's update waits 400 ms on a timer.
+// "busy": the first text's stream event holds the reader 220 ms without
+// waiting; "slow": the first text delta's update waits 1 s on a timer.
 const MODE: string = MODE_NAME;
 let held = false;
 
@@ -41,7 +41,7 @@ export default function (pi: ExtensionAPI) {
     log(["stream", delta.content ?? "", args]);
     if (MODE === "busy" && delta.content && !held) {
       held = true;
-      const until = Date.now() + 150;
+      const until = Date.now() + 220;
       while (Date.now() < until) {}
     }
   });
@@ -51,7 +51,7 @@ export default function (pi: ExtensionAPI) {
     log(["update", update.type, update.delta ?? ""]);
     if (MODE === "slow" && update.type === "text_delta" && !held) {
       held = true;
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   });
   pi.on("message_end", (event) => log(["message_end", event.message.role]));
@@ -160,12 +160,12 @@ async fn same_order(mode: &str, pace: u64) {
 /// once the agent handed the update to its handlers).
 #[tokio::test]
 async fn a_frames_update_reaches_the_handlers_before_the_next_frames_stream_event() {
-    same_order("busy", 100).await;
+    same_order("busy", 150).await;
 }
 
 /// A `message_update` handler waiting on a timer: pi-ai reads on, and the
 /// next frames' stream events reach their handlers before it is done.
 #[tokio::test]
 async fn stream_events_go_on_while_a_message_update_handler_waits() {
-    same_order("slow", 40).await;
+    same_order("slow", 100).await;
 }
