@@ -15,9 +15,7 @@
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::extension_event_stream::{
-    Recording, first_difference, settled, split, with_usage, without_known_differences,
-};
+use crate::extension_event_stream::{Recording, first_difference, settled, with_usage, without_known_differences};
 
 /// The first record of `event` whose payload's `toolName` is `tool` (any when `None`).
 fn first<'a>(records: &'a [Value], event: &str, tool: Option<&str>) -> &'a Value {
@@ -113,7 +111,7 @@ async fn compacted_past_the_threshold(reference: bool) -> Option<Vec<Value>> {
     let server = recording.sb.server();
     server.push(with_usage(Reply::text("first answer")));
     // Paced as `with_usage` paces: each update shows the message after its own read, in both.
-    server.push(Reply::text("second answer").usage(3400, 20, 0).paced_ms(crate::extension_sdk_session::PACE_MS));
+    server.push(Reply::text("second answer").usage(3400, 20, 0).paced_ms(crate::extension_event_stream::FRAME_PACE_MS));
     server.push(with_usage(Reply::text("## Goal\nSummarised.")));
     let long = |word: &str| format!("{word} {}", "word ".repeat(80));
     settled(&mut recording.pi, "p1", &long("one")).await;
@@ -131,7 +129,6 @@ async fn a_threshold_compaction_shows_extensions_what_pi_shows() {
     let reason = |records: &[Value]| first(records, "session_before_compact", None)["payload"]["reason"].clone();
     assert_eq!(reason(&theirs), "threshold", "pi compacted on its own");
     assert_named_payloads(&ours, &theirs);
-    let ((ours, _), (theirs, _)) = (split(ours), split(theirs));
     let (ours, theirs) = (without_known_differences(ours), without_known_differences(theirs));
     assert!(ours == theirs, "{}", first_difference(&ours, &theirs));
 }

@@ -101,12 +101,19 @@ async fn recorded_times(log: &Path, event: &str, times: usize) {
     }
 }
 
+/// How far apart the frames of the recorded replies come: far enough that
+/// each is read alone, even on a loaded machine (pi hands a read's stream
+/// events over before the agent's events of its frames, so frames read
+/// together would mix by timing).
+pub(crate) const FRAME_PACE_MS: u64 = 120;
+
 /// `reply` with a fixed usage (the fake server's own counts the request's
 /// characters, and pi-rpc's system prompt has its own words), paced: the
 /// streaming message each `message_update` shows is the one after the read
-/// of its event, in both programs.
+/// of its event, and a frame's events come before the next frame's stream
+/// event, in both programs.
 pub(crate) fn with_usage(reply: Reply) -> Reply {
-    reply.usage(300, 20, 0).paced_ms(crate::extension_sdk_session::PACE_MS)
+    reply.usage(300, 20, 0).paced_ms(FRAME_PACE_MS)
 }
 
 /// The session: each step waits for the program to finish the last.
@@ -313,13 +320,6 @@ pub(crate) fn without_known_differences(records: Vec<Value>) -> Vec<Value> {
     records.into_iter().filter(|record| record["event"] != "tool_execution_update").collect()
 }
 
-/// The records without the provider's stream events, and those apart: pi
-/// hands them to the extensions as the provider reads its stream, ahead of
-/// the agent's own events at a pace no test can fix.
-pub(crate) fn split(records: Vec<Value>) -> (Vec<Value>, Vec<Value>) {
-    records.into_iter().partition(|r| r["event"] != "provider_stream_event")
-}
-
 #[tokio::test]
 async fn every_event_reaches_extensions_with_pis_payloads_and_order() {
     let (Some(ours), Some(theirs)) = tokio::join!(recorded(false), recorded(true)) else { return };
@@ -330,8 +330,6 @@ async fn every_event_reaches_extensions_with_pis_payloads_and_order() {
     for expected in ["session_shutdown", "user_bash", "session_compact", "session_tree", "model_select", "tool_call"] {
         assert!(events(&ours).iter().any(|e| e == expected), "no {expected}: {:?}", events(&ours));
     }
-    let ((ours, ours_stream), (theirs, theirs_stream)) = (split(ours), split(theirs));
     let (ours, theirs) = (without_known_differences(ours), without_known_differences(theirs));
     assert!(ours == theirs, "{}", first_difference(&ours, &theirs));
-    assert!(ours_stream == theirs_stream, "{}", first_difference(&ours_stream, &theirs_stream));
 }

@@ -6,7 +6,11 @@
 //! each delta's `message_update` comes after the stream event that carried
 //! it. Where frames arrive together, how the two kinds interleave is a
 //! matter of timing in pi: the test checks these rules on both logs and
-//! compares each kind apart.
+//! compares each kind apart. Where each frame is read alone, pi's order is
+//! fixed: a frame's `message_update` reaches its handlers before the next
+//! frame's stream event, even when a stream event's handler keeps the
+//! reader busy; and while a `message_update` handler waits on a timer,
+//! pi-ai reads on and hands over the next frames' stream events.
 //!
 //! Needs node 22, the host's packages and the reference from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -24,6 +28,10 @@ import { appendFileSync } from "node:fs";
 
 const LOG: string = LOG_PATH;
 const log = (line: unknown[]) => appendFileSync(LOG, JSON.stringify(line) + "\n");
+// "busy": the first text's stream event holds the reader 220 ms without
+// waiting; "slow": the first text delta's update waits 1 s on a timer.
+const MODE: string = MODE_NAME;
+let held = false;
 
 export default function (pi: ExtensionAPI) {
   pi.on("after_provider_response", () => log(["response"]));
@@ -31,11 +39,20 @@ export default function (pi: ExtensionAPI) {
     const delta = event.data?.choices?.[0]?.delta ?? {};
     const args = (delta.tool_calls ?? []).map((call: any) => call.function?.arguments ?? "").join("");
     log(["stream", delta.content ?? "", args]);
+    if (MODE === "busy" && delta.content && !held) {
+      held = true;
+      const until = Date.now() + 220;
+      while (Date.now() < until) {}
+    }
   });
   pi.on("message_start", (event) => log(["message_start", event.message.role]));
-  pi.on("message_update", (event) => {
+  pi.on("message_update", async (event) => {
     const update = event.assistantMessageEvent as any;
     log(["update", update.type, update.delta ?? ""]);
+    if (MODE === "slow" && update.type === "text_delta" && !held) {
+      held = true;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
   });
   pi.on("message_end", (event) => log(["message_end", event.message.role]));
 }
@@ -75,13 +92,14 @@ fn of_kind(records: &[Value], stream_events: bool) -> Vec<Value> {
     records.iter().filter(|r| (r[0] == "stream") == stream_events).cloned().collect()
 }
 
-/// pi-rpc or pi 1.6.0 with the placer answering one prompt with `replies`: its log.
-async fn placed(reference: bool, replies: Vec<Reply>) -> Option<Vec<Value>> {
+/// pi-rpc or pi 1.6.0 with the placer (in `mode`) answering one prompt with `replies`: its log.
+async fn placed(reference: bool, mode: &str, replies: Vec<Reply>) -> Option<Vec<Value>> {
     let sb = Sandbox::with_server().await;
     sb.write_models(&sb.server().base_url(), json!({}));
     let log = sb.cwd.path().join("placed.log");
     let quoted = Value::from(log.display().to_string()).to_string();
-    crate::extension_host::write_module(&sb, "placer.ts", &PLACER.replace("LOG_PATH", &quoted));
+    let module = PLACER.replace("LOG_PATH", &quoted).replace("MODE_NAME", &Value::from(mode).to_string());
+    crate::extension_host::write_module(&sb, "placer.ts", &module);
     std::fs::write(sb.cwd.path().join("notes.txt"), "alpha\n").expect("notes");
     let mut pi = crate::extension_awaited_events::start(&sb, reference, json!({}))?;
     for reply in replies {
@@ -107,7 +125,7 @@ fn bursts() -> Vec<Reply> {
 
 #[tokio::test]
 async fn stream_events_fall_where_pi_places_them_among_the_agents_events() {
-    let (Some(ours), Some(theirs)) = tokio::join!(placed(false, bursts()), placed(true, bursts())) else {
+    let (Some(ours), Some(theirs)) = tokio::join!(placed(false, "", bursts()), placed(true, "", bursts())) else {
         return;
     };
     assert!(of_kind(&theirs, true).len() >= 8, "pi's stream events: {theirs:?}");
@@ -117,4 +135,37 @@ async fn stream_events_fall_where_pi_places_them_among_the_agents_events() {
         let (ours, theirs) = (of_kind(&ours, stream_events), of_kind(&theirs, stream_events));
         assert_eq!(ours, theirs, "pi-rpc's (left) and pi 1.6.0's (right)");
     }
+}
+
+/// A text reply whose frames come `pace` ms apart, each read alone.
+fn paced(pace: u64) -> Vec<Reply> {
+    vec![Reply::text_chunks(["one ", "two ", "three ", "four"]).usage(300, 20, 0).paced_ms(pace)]
+}
+
+/// pi-rpc's and pi 1.6.0's logs in `mode` for frames `pace` ms apart, the
+/// same as one list (stream events and the agent's events together).
+async fn same_order(mode: &str, pace: u64) {
+    let (Some(ours), Some(theirs)) = tokio::join!(placed(false, mode, paced(pace)), placed(true, mode, paced(pace)))
+    else {
+        return;
+    };
+    assert!(of_kind(&theirs, true).len() >= 5, "pi's stream events: {theirs:?}");
+    assert_eq!(misplaced(&theirs), Vec::<String>::new(), "pi 1.6.0's placement: {theirs:?}");
+    assert_eq!(ours, theirs, "pi-rpc's (left) and pi 1.6.0's (right)");
+}
+
+/// A stream event's handler that keeps the reader busy without waiting:
+/// the next frame arrives meanwhile, yet its stream event comes after the
+/// last frame's `message_update` (pi reads it in the next I/O callback,
+/// once the agent handed the update to its handlers).
+#[tokio::test]
+async fn a_frames_update_reaches_the_handlers_before_the_next_frames_stream_event() {
+    same_order("busy", 150).await;
+}
+
+/// A `message_update` handler waiting on a timer: pi-ai reads on, and the
+/// next frames' stream events reach their handlers before it is done.
+#[tokio::test]
+async fn stream_events_go_on_while_a_message_update_handler_waits() {
+    same_order("slow", 100).await;
 }

@@ -2,6 +2,7 @@
 //! run, its `message_start` / `message_update` / `message_end` events: the
 //! one stream consumer that runs and summaries share.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use std::task::Poll;
@@ -16,7 +17,10 @@ use crate::message::{
 };
 use crate::model::Model;
 use crate::provider::cancel_watch::CancelWatch;
-use crate::provider::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest};
+use crate::provider::read_gate::{self, ReadGate};
+use crate::provider::{
+    BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream,
+};
 
 /// What one model call produced.
 pub struct StreamOutcome {
@@ -82,11 +86,18 @@ pub async fn stream_assistant(
     // extensions watching each stream event, `message_start` reaches them
     // before the first one.
     let start_before_reading = crate::provider::observe::current().is_some_and(|o| o.wants_stream_events());
+    // Then the body is read on once the events taken reached their handlers (see `read_gate`).
+    let gate = (start_before_reading && emitter.is_some()).then(|| Arc::new(ReadGate::default()));
+    // What was read while the last events' handlers ran, not taken yet.
+    let mut ahead = VecDeque::new();
 
     let mut blocks = Blocks::default();
     let mut error: Option<ProviderError> = None;
     let mut stopped = false;
     let mut stream = provider.stream(request, cancel.clone());
+    if let Some(gate) = &gate {
+        stream = read_gate::gated(stream, gate.clone());
+    }
     // One watch for the whole call: a flag checked per event, not the token's lock.
     let mut watch = CancelWatch::new(&cancel);
     // Whether the stream had nothing at hand after the last event, and the
@@ -101,7 +112,7 @@ pub async fn stream_assistant(
         // An event already at hand is taken without arming the cancellation
         // wait; the events made so far go out before waiting for the next.
         if out.events.len() >= MAX_BATCH {
-            out.flush(&message, stopped).await;
+            out.flush_gated(&message, stopped, gate.as_deref(), &mut stream, &mut ahead).await;
             // A long run at hand (a body read in this task never waits while
             // the socket has data): the tasks that carry this batch to the
             // output run before the next one is made, so the output flows
@@ -109,7 +120,11 @@ pub async fn stream_assistant(
             yield_once().await;
             yielded = true;
         }
-        let next = match futures::poll!(stream.next()) {
+        let polled = match ahead.pop_front() {
+            Some(next) => Poll::Ready(next),
+            None => futures::poll!(stream.next()),
+        };
+        let next = match polled {
             Poll::Ready(next) => {
                 yielded = false;
                 next
@@ -122,7 +137,10 @@ pub async fn stream_assistant(
                 continue;
             }
             Poll::Pending => {
-                out.flush(&message, stopped).await;
+                out.flush_gated(&message, stopped, gate.as_deref(), &mut stream, &mut ahead).await;
+                if !ahead.is_empty() {
+                    continue;
+                }
                 // Waiting: cancellation first, as a biased `select!`.
                 let waited = std::future::poll_fn(|cx| {
                     if watch.poll_cancelled(cx).is_ready() {
@@ -159,12 +177,17 @@ pub async fn stream_assistant(
             }
             Some(Ok(ev)) => ev,
         };
+        if let Some(gate) = &gate {
+            gate.close();
+        }
         if !opened {
             opened = true;
             out.push(AgentEvent::MessageStart { message: Box::new(AgentMessage::Assistant(message.clone())) });
         }
         match event {
-            ProviderEvent::Opened if start_before_reading => out.flush(&message, stopped).await,
+            ProviderEvent::Opened if start_before_reading => {
+                out.flush_gated(&message, stopped, gate.as_deref(), &mut stream, &mut ahead).await
+            }
             ProviderEvent::Opened => {}
             ProviderEvent::ResponseId(id) => {
                 message.response_id = Some(id);
@@ -381,6 +404,40 @@ impl Batch<'_> {
     /// Whether a flush would hand anything on.
     fn has_news(&self) -> bool {
         self.emitter.is_some() && (!self.events.is_empty() || self.fields_changed)
+    }
+
+    /// [`Batch::flush`], or with a `gate` (an extension listens to each
+    /// stream event): once the events reached their handlers the gate opens
+    /// and the body is read on into `ahead` until the handlers are done, as
+    /// pi-ai reads on while the agent awaits its handlers.
+    async fn flush_gated(
+        &mut self,
+        message: &AssistantMessage,
+        stopped: bool,
+        gate: Option<&ReadGate>,
+        stream: &mut ProviderStream,
+        ahead: &mut VecDeque<Option<Result<ProviderEvent, ProviderError>>>,
+    ) {
+        let Some(gate) = gate else { return self.flush(message, stopped).await };
+        let Some(emitter) = self.emitter.filter(|_| self.has_news()) else { return gate.open() };
+        self.fields_changed = false;
+        let events = std::mem::take(&mut self.events);
+        let handed_over = || gate.open();
+        let mut emitted = emitter.emit_streamed_reading_on(events, message, stopped, &handed_over);
+        // Not past the stream's end or error.
+        let mut ended = matches!(ahead.back(), Some(None | Some(Err(_))));
+        std::future::poll_fn(|cx| {
+            if emitted.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+            while gate.is_open() && !ended {
+                let Poll::Ready(next) = stream.poll_next_unpin(cx) else { break };
+                ended = !matches!(next, Some(Ok(_)));
+                ahead.push_back(next);
+            }
+            Poll::Pending
+        })
+        .await;
     }
 
     /// Hand the events on, with the message as it stands after them.

@@ -557,6 +557,22 @@ pub trait EventSink: Send + Sync {
     ) {
         self.emit_all(events).await;
     }
+
+    /// [`EventSink::emit_streamed`] while the reply's body may be read on
+    /// (an extension listens to each stream event): `handed_over` is told
+    /// once the events reached whatever handles them, in order before
+    /// anything sent later, even when their handlers are not done yet (by
+    /// default, once they are emitted).
+    async fn emit_streamed_reading_on(
+        &self,
+        events: Vec<AgentEvent>,
+        message: &crate::message::AssistantMessage,
+        stopped: bool,
+        handed_over: &(dyn Fn() + Sync),
+    ) {
+        self.emit_streamed(events, message, stopped).await;
+        handed_over();
+    }
 }
 
 #[cfg(test)]

@@ -333,6 +333,29 @@ impl EventSink for Emitter {
             Emitter::emit(self, end).await;
         }
     }
+
+    /// [`Emitter::emit_streamed`], telling `handed_over` once the events
+    /// reached the extensions: the handlers pi awaits once they ran up to
+    /// their first wait (pi's reader goes on meanwhile), the others' once
+    /// the actor sent them (in order before any later stream event).
+    async fn emit_streamed_reading_on(
+        &self,
+        events: Vec<AgentEvent>,
+        message: &crate::message::AssistantMessage,
+        stopped: bool,
+        handed_over: &(dyn Fn() + Sync),
+    ) {
+        let awaited = self.awaits_stream().zip(self.stream_fields(&events, message, stopped));
+        let Some((hooks, fields)) = awaited else {
+            self.emit_streamed(events, message, stopped).await;
+            self.flush().await;
+            return handed_over();
+        };
+        // The events before reach the extensions first.
+        self.flush().await;
+        hooks.extensions.deliver_stream_reading_on(&events, (*fields).clone(), handed_over).await;
+        let _ = self.tx.send(Internal::Streamed(events, fields)).await;
+    }
 }
 
 /// Host signals go straight into the actor's internal queue.

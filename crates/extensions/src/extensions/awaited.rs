@@ -45,6 +45,45 @@ impl Extensions {
         }
     }
 
+    /// [`Extensions::deliver_stream`] while the reply's body is read on:
+    /// each host answers once every handler it could run did (the rest wait
+    /// on a timer or I/O, as after pi's microtasks), saying whether they are
+    /// done. `handed_over` is told at the first that is not, or at the end,
+    /// and that one's handlers are then awaited to their end (pi's reader
+    /// goes on while the agent awaits them).
+    pub async fn deliver_stream_reading_on(
+        &self,
+        events: &[AgentEvent],
+        fields: Value,
+        handed_over: &(dyn Fn() + Sync),
+    ) {
+        let name = protocol::MESSAGE_STREAM;
+        let payload = protocol::message_stream_payload(events, fields);
+        let mut told = false;
+        for ext in self.list().iter().filter(|e| e.awaits(name)) {
+            let waiting = match ext.call(protocol::STREAM_DISPATCH, payload.clone(), None).await {
+                Ok(answer) => answer.get("done") != Some(&Value::Bool(true)),
+                Err(CallError::Dead(_) | CallError::Cancelled) => false,
+                Err(CallError::Failed(error)) => {
+                    self.report(ext, name, error).await;
+                    false
+                }
+            };
+            if !waiting {
+                continue;
+            }
+            if !std::mem::replace(&mut told, true) {
+                handed_over();
+            }
+            if let Err(CallError::Failed(error)) = ext.call(protocol::STREAM_DRAIN, Value::Null, None).await {
+                self.report(ext, name, error).await;
+            }
+        }
+        if !told {
+            handed_over();
+        }
+    }
+
     /// Run the handlers of `name` (payload `{"type": name, …}`) of each
     /// extension that awaits them, in load order, each to its end (or its
     /// extension's timeout: a hung handler stops its extension, not the

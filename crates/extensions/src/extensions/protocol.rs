@@ -486,6 +486,14 @@ pub fn stream_event(e: &AssistantStreamEvent) -> Value {
 /// one message per read of the provider (`Extensions::notify_stream`).
 pub const MESSAGE_STREAM: &str = "message_stream";
 
+/// The request that hands a [`MESSAGE_STREAM`] to a pi module's host
+/// while the reply's body is read on: answered `{"done"}` once every
+/// handler it could run did (the others wait on a timer or I/O).
+pub const STREAM_DISPATCH: &str = "stream_dispatch";
+
+/// The request answered once the handlers of the last [`STREAM_DISPATCH`] are done.
+pub const STREAM_DRAIN: &str = "stream_drain";
+
 /// The payload of a [`MESSAGE_STREAM`] notification: the streaming
 /// events of one read of a reply, with its message's `fields` after it.
 pub fn message_stream_payload(events: &[AgentEvent], fields: Value) -> Value {

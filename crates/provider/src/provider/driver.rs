@@ -159,6 +159,9 @@ enum Phase {
 struct Observed {
     body: Body,
     observer: std::sync::Arc<dyn super::observe::RequestObserver>,
+    /// The consumer's gate: the next chunk is read once it handed over the
+    /// events decoded so far (see [`super::read_gate`]).
+    gate: Option<std::sync::Arc<super::read_gate::ReadGate>>,
     /// Events framed from the chunks read so far and not yet decoded.
     events: VecDeque<SseEvent>,
     /// The body has ended: once `events` is drained, finish.
@@ -266,7 +269,8 @@ impl<W: Wire> Run<W> {
         self.phase = match observer {
             None => Phase::Streaming(Box::new(body)),
             Some(observer) => {
-                Phase::Observed(Box::new(Observed { body, observer, events: VecDeque::new(), ended: false }))
+                let gate = super::read_gate::current();
+                Phase::Observed(Box::new(Observed { body, observer, gate, events: VecDeque::new(), ended: false }))
             }
         };
     }
@@ -379,6 +383,14 @@ impl<W: Wire> Run<W> {
         }
         if observed.ended {
             return self.finish();
+        }
+        // A new read: the agent's handlers had the events before (pi reads in an I/O callback).
+        if let Some(gate) = &observed.gate {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return self.fail(ProviderError::aborted()),
+                _ = std::future::poll_fn(|cx| gate.poll_open(cx)) => {}
+            }
         }
         let next = tokio::select! {
             biased;

@@ -47,6 +47,7 @@ pub mod openai;
 pub mod origin;
 pub mod pi_messages;
 pub mod proxy;
+pub mod read_gate;
 pub mod runtime;
 pub mod shared;
 pub mod sse;

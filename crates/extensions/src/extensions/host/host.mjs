@@ -189,6 +189,26 @@ function receiveStream(stream) {
 	return last;
 }
 
+/** The handlers of the last read handed over with `stream_dispatch`. */
+let streamUnderway = Promise.resolve();
+
+/**
+ * A streaming reply's read while pi-rpc reads the body on (an extension
+ * listens to `provider_stream_event`): answered once every handler that
+ * could run did, as after pi's microtasks (the rest wait on a timer or
+ * I/O), saying whether they are done; `stream_drain` waits for the rest.
+ */
+function dispatchStream(stream) {
+	const underway = receiveStream(stream);
+	streamUnderway = underway;
+	let outcome;
+	underway.then(
+		() => (outcome = { done: true }),
+		(error) => (outcome = { error }),
+	);
+	return new Promise((answer, fail) => setImmediate(() => (outcome && "error" in outcome ? fail(outcome.error) : answer({ done: outcome !== undefined }))));
+}
+
 /**
  * Handle `event` after those queued before it, but `model_select`: pi
  * emits it on its own (a model switch's answer, or an extension's
@@ -284,6 +304,10 @@ function onRequest(message) {
 	else if (method === "mcp_auth") work = Promise.resolve().then(() => mcpAuthHandler(params)?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
 	// A notification pi awaits (`awaitEvents`): answered once its handlers are done, in event order with the others.
 	else if (method === "event") work = params?.type === "message_stream" ? receiveStream(params) : inTurn(params);
+	else if (method === "stream_dispatch") work = dispatchStream(params);
+	else if (method === "stream_drain") work = streamUnderway;
+	// pi-ai awaits these handlers as it reads the body, apart from the agent's handlers: not in turn behind them.
+	else if (method === "provider_stream_event") work = hook(method, params, controller.signal);
 	// One pi emits without awaiting it (thinking_level_select): its handlers start beside the queue,
 	// answered once they ran up to their first wait; `event_finished` once they are done.
 	else if (method === "event_started") work = Promise.resolve(startUnawaited(params));

@@ -239,6 +239,12 @@ struct Live {
     pending: VecDeque<Result<ProviderEvent, ProviderError>>,
     seen: Vec<ProviderEvent>,
     done: bool,
+    /// The answer's first message, decoded once `Opened` is handed out (pi-ai
+    /// hands the agent its `start` before the first stream event).
+    first: Option<(SseEvent, bool)>,
+    /// The consumer's gate: the next message is read once it handed over
+    /// the events decoded so far (see [`crate::provider::read_gate`]).
+    gate: Option<Arc<crate::provider::read_gate::ReadGate>>,
 }
 
 /// Run the call over WebSocket; `Err` when it should go over SSE instead.
@@ -539,7 +545,7 @@ async fn try_once(attempt: &Attempt, drop_continuation: bool) -> Result<Live, Fa
             };
             return failed(lease, Failure::Api(head.error_code(), err));
         }
-        let mut live = Live {
+        return Ok(Live {
             socket: lease.socket,
             lease_key: lease.key,
             created: lease.created,
@@ -548,9 +554,9 @@ async fn try_once(attempt: &Attempt, drop_continuation: bool) -> Result<Live, Fa
             pending: VecDeque::from([Ok(ProviderEvent::Opened)]),
             seen: Vec::new(),
             done: false,
-        };
-        live.feed(&event, head.is_completion(), &attempt.cancel).await;
-        return Ok(live);
+            first: Some((event, head.is_completion())),
+            gate: crate::provider::read_gate::current(),
+        });
     }
 }
 
@@ -644,9 +650,20 @@ fn stream_live(live: Live, attempt: Attempt) -> ProviderStream {
                 }
                 return Some((item, (Some(live), attempt)));
             }
+            if let Some((event, completion)) = live.first.take() {
+                live.feed(&event, completion, &attempt.cancel).await;
+                continue;
+            }
             if live.done {
                 finish(live, &attempt).await;
                 return None;
+            }
+            if let Some(gate) = &live.gate {
+                tokio::select! {
+                    biased;
+                    _ = attempt.cancel.cancelled() => {}
+                    _ = std::future::poll_fn(|cx| gate.poll_open(cx)) => {}
+                }
             }
             let next = tokio::select! {
                 _ = attempt.cancel.cancelled() => None,

@@ -260,3 +260,41 @@ async fn cancelling_ends_the_wait_for_a_stream_event_observer() {
     assert!(events.is_empty(), "nothing was decoded past the observed event: {events:?}");
     assert_eq!(methods(&server.requests()), ["WEBSOCKET"]);
 }
+
+/// Over the socket as over SSE, the call hands out `Opened` (the agent's
+/// `message_start`) before an extension sees the answer's first stream
+/// event, as pi-ai pushes its `start` before it reads the answer.
+#[tokio::test]
+async fn the_answer_opens_before_its_first_stream_event_is_shown() {
+    use futures::StreamExt;
+    #[derive(Default)]
+    struct Order(std::sync::Mutex<Vec<&'static str>>);
+    #[async_trait::async_trait]
+    impl crate::provider::observe::RequestObserver for Order {
+        fn wants_stream_events(&self) -> bool {
+            true
+        }
+        async fn stream_event(&self, _data: Value) {
+            self.0.lock().unwrap().push("stream");
+        }
+    }
+    let server = FakeServer::start().await.unwrap();
+    server.accept_websockets();
+    server.push(Reply::text("Opened first."));
+    let provider = OpenAiCodexResponses::new(HttpClient::new().unwrap());
+    let order = Arc::new(Order::default());
+    let observer: Arc<dyn crate::provider::observe::RequestObserver> = order.clone();
+    let read = async {
+        let mut stream = provider.stream(request(&server, Some("session-open")), CancellationToken::new());
+        while let Some(event) = stream.next().await {
+            if matches!(event, Ok(crate::provider::ProviderEvent::Opened)) {
+                order.0.lock().unwrap().push("opened");
+            }
+        }
+    };
+    crate::provider::observe::observed(Some(observer), read).await;
+    let order = order.0.lock().unwrap().clone();
+    assert_eq!(order.first(), Some(&"opened"), "{order:?}");
+    assert!(order.len() > 2, "{order:?}");
+    assert_eq!(methods(&server.requests()), ["WEBSOCKET"]);
+}
