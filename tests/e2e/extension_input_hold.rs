@@ -115,15 +115,21 @@ async fn until_settled(pi: &mut Pi, runs: usize) -> Vec<Value> {
     until_or_quiet(pi, Duration::from_secs(3), enough).await
 }
 
-/// What one program showed when three prompts arrive while the first run's
-/// `agent_settled` handler waits, and that handler then sends a user message.
-async fn observe_deferred(reference: bool) -> Value {
+/// One program with the holding hook, started and its commands listed; `None` without the tools.
+async fn start_holding(reference: bool) -> Option<(crate::harness::Sandbox, Pi)> {
     let sb = crate::harness::Sandbox::with_server().await;
     sb.write_models(&sb.server().base_url(), json!({}));
     sb.server().set_fallback(Reply::text("an answer"));
     write_module(&sb, "holding.ts", HOLDING_HOOK);
-    let Some(mut pi) = start(&sb, reference, json!({})) else { return Value::Null };
+    let mut pi = start(&sb, reference, json!({}))?;
     pi.call("c", json!({"type": "get_commands"})).await;
+    Some((sb, pi))
+}
+
+/// What one program showed when three prompts arrive while the first run's
+/// `agent_settled` handler waits, and that handler then sends a user message.
+async fn observe_deferred(reference: bool) -> Value {
+    let Some((sb, mut pi)) = start_holding(reference).await else { return Value::Null };
     pi.send(json!({"id": "p1", "type": "prompt", "message": "hello"})).await;
     let mut lines = pi.until(|l| notified(l, "settling 0")).await;
     pi.send(json!({"id": "p2", "type": "prompt", "message": "second"})).await;
@@ -257,12 +263,7 @@ async fn a_prompt_sent_while_the_input_hook_decides_about_another_is_not_held_as
 /// What one program showed when a `steer` and a `follow_up` arrive while
 /// idle: each asked about, decided and queued in turn.
 async fn observe_idle_queueing(reference: bool) -> Value {
-    let sb = crate::harness::Sandbox::with_server().await;
-    sb.write_models(&sb.server().base_url(), json!({}));
-    sb.server().set_fallback(Reply::text("an answer"));
-    write_module(&sb, "holding.ts", HOLDING_HOOK);
-    let Some(mut pi) = start(&sb, reference, json!({})) else { return Value::Null };
-    pi.call("c", json!({"type": "get_commands"})).await;
+    let Some((_sandbox, mut pi)) = start_holding(reference).await else { return Value::Null };
     let mut lines = Vec::new();
     for (id, kind, text) in [("q1", "steer", "idle steer"), ("q2", "follow_up", "idle follow")] {
         pi.send(json!({"id": id, "type": kind, "message": text})).await;
