@@ -57,6 +57,17 @@ export default function (pi: ExtensionAPI) {
 }
 "#;
 
+/// `observe`'s answer for pi-rpc and for pi 1.6.0, run at once and asserted
+/// equal: pi's, or `None` without node 22, the host's packages or the reference.
+pub(crate) async fn side_by_side<F: std::future::Future<Output = Value>>(observe: impl Fn(bool) -> F) -> Option<Value> {
+    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
+        return None;
+    }
+    let (ours, theirs) = tokio::join!(observe(false), observe(true));
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    Some(theirs)
+}
+
 /// pi-rpc or pi 1.6.0 in `sb` with `settings`, its session saved.
 pub(crate) fn start(sb: &Sandbox, reference: bool, settings: Value) -> Option<Pi> {
     let (Some(node), Some(dir), Some(cli)) = (node22(), host_dir(), reference_cli()) else { return None };

@@ -13,10 +13,8 @@
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::clients::node22;
-use crate::extension_awaited_events::{entries, start, step};
-use crate::extension_host::{host_dir, write_module};
-use crate::extension_provider_events::reference_cli;
+use crate::extension_awaited_events::{entries, side_by_side, start, step};
+use crate::extension_host::write_module;
 use crate::harness::Pi;
 
 /// Handlers that wait, then make a UI call (and append an entry, or send a prompt).
@@ -106,11 +104,7 @@ async fn observe(reference: bool) -> Value {
 
 #[tokio::test]
 async fn settled_compact_and_tree_handlers_are_awaited_as_pi_awaits_them() {
-    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
-        return;
-    }
-    let (ours, theirs) = tokio::join!(observe(false), observe(true));
-    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    let Some(theirs) = side_by_side(observe).await else { return };
     // What pi does, spelled out: each handler's UI call before what follows it.
     let list = |key: &str| -> Vec<String> {
         theirs[key].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
@@ -208,11 +202,7 @@ async fn observe_deferrals(reference: bool) -> Value {
 
 #[tokio::test]
 async fn a_prompt_and_a_triggered_message_during_agent_settled_handlers_wait_for_it_as_in_pi() {
-    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
-        return;
-    }
-    let (ours, theirs) = tokio::join!(observe_deferrals(false), observe_deferrals(true));
-    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    let Some(theirs) = side_by_side(observe_deferrals).await else { return };
     assert_eq!(theirs["streaming"], json!(false));
     // What pi does, spelled out: the prompt is answered once `agent_settled`
     // is out, its run first, then the custom message's, then the user message's.

@@ -15,7 +15,7 @@ use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
 use crate::clients::node22;
-use crate::extension_awaited_events::{entries, start, step};
+use crate::extension_awaited_events::{entries, side_by_side, start, step};
 use crate::extension_awaited_settled::{asked, notified};
 use crate::extension_host::{host_dir, write_module};
 use crate::extension_provider_events::reference_cli;
@@ -150,11 +150,7 @@ async fn observe_deferred(reference: bool) -> Value {
 
 #[tokio::test]
 async fn work_deferred_past_agent_settled_waits_for_the_input_hooks_decision_as_in_pi() {
-    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
-        return;
-    }
-    let (ours, theirs) = tokio::join!(observe_deferred(false), observe_deferred(true));
-    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    let Some(theirs) = side_by_side(observe_deferred).await else { return };
     // What pi does, spelled out: each deferred item asked about once the one before is decided and its run over.
     let transcript: Vec<&str> =
         theirs["transcript"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
@@ -275,11 +271,7 @@ async fn observe_idle_queueing(reference: bool) -> Value {
 
 #[tokio::test]
 async fn a_steer_or_follow_up_sent_while_idle_tells_the_input_hook_no_streaming_behavior_as_in_pi() {
-    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
-        return;
-    }
-    let (ours, theirs) = tokio::join!(observe_idle_queueing(false), observe_idle_queueing(true));
-    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    let Some(theirs) = side_by_side(observe_idle_queueing).await else { return };
     // Nothing streams: pi's hook hears no `streamingBehavior`.
     let transcript: Vec<&str> = theirs.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     assert!(transcript.contains(&"notify input idle steer (rpc, -)"), "{transcript:?}");
