@@ -73,6 +73,7 @@ mod extension_sdk_subcm;
 mod extension_sdk_subcode;
 mod extension_sdk_subdesc;
 mod extension_stream_placement;
+mod extension_stream_read_ahead;
 mod extension_thinking_select_meanwhile;
 #[macro_use]
 mod extension_sdk_submcp;
