@@ -17,7 +17,8 @@ fi
 # harness and the reliability suites set for the programs they start).
 export PI_RPC_ORIGIN_OVERRIDES="${PI_RPC_ORIGIN_OVERRIDES:-https://pi.dev=http://127.0.0.1:9}"
 
-cargo test --workspace
+# A failing test's message, not a backtrace, ends its output (CI shows the end).
+RUST_BACKTRACE="${PI_RPC_TEST_BACKTRACE:-0}" cargo test --workspace
 
 # The fuzz, crash and fault suites against the real binary (bounded for CI;
 # `cargo run -p pi-reliability -- long --seconds N` is the developer's long run).

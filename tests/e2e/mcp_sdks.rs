@@ -165,7 +165,10 @@ async fn error_results_resource_details_and_a_server_that_goes_away() {
         FakeToolCall::new("c5", "read_mcp_resource", r#"{"server":"nope","uri":"memo://note"}"#),
     ]));
     sb.server().push(Reply::tool_call("c6", "mcp__py__stop_server", "{}"));
-    sb.server().push(Reply::tool_call("c7", "mcp__py__echo", r#"{"text":"anyone?"}"#));
+    // Asked a moment after the server's end: a call sent while its process
+    // still tears down its sockets may meet a connection closed mid-request
+    // instead of a refused one.
+    sb.server().push(Reply::tool_call("c7", "mcp__py__echo", r#"{"text":"anyone?"}"#).delay_ms(500));
     sb.server().push(Reply::text("done"));
     let mut pi = sb.spawn(&["--no-session"]);
     pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
