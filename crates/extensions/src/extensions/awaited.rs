@@ -90,7 +90,7 @@ impl Extensions {
     /// session). A failed call is reported as the event's error.
     pub async fn deliver(&self, name: &str, payload: Value) {
         for ext in self.list().iter().filter(|e| e.awaits(name)) {
-            match ext.call("event", payload.clone(), None).await {
+            match ext.call(protocol::AWAITED_EVENT, payload.clone(), None).await {
                 Ok(_) | Err(CallError::Dead(_) | CallError::Cancelled) => {}
                 Err(CallError::Failed(error)) => self.report(ext, name, error).await,
             }
@@ -122,7 +122,7 @@ impl Extensions {
                 Some((id, run)) if id == ext.id => run,
                 _ => {
                     let run = Self::new_unawaited_run();
-                    match ext.call("event_started", json!({"run": run, "event": payload}), None).await {
+                    match ext.call(protocol::UNAWAITED_STARTED, json!({"run": run, "event": payload}), None).await {
                         Ok(_) => run,
                         Err(CallError::Dead(_) | CallError::Cancelled) => continue,
                         Err(CallError::Failed(error)) => {
@@ -136,7 +136,7 @@ impl Extensions {
                 let _ = started.send(());
             }
             // Not bounded by the call timeout: pi does not await these handlers, a slow one only holds the next.
-            match ext.call_streaming("event_finished", json!({"run": run}), None).await {
+            match ext.call_streaming(protocol::UNAWAITED_FINISHED, json!({"run": run}), None).await {
                 Ok(_) | Err(CallError::Dead(_) | CallError::Cancelled) => {}
                 Err(CallError::Failed(error)) => self.report(ext, name, error).await,
             }

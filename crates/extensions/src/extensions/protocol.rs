@@ -486,6 +486,18 @@ pub fn stream_event(e: &AssistantStreamEvent) -> Value {
 /// one message per read of the provider (`Extensions::notify_stream`).
 pub const MESSAGE_STREAM: &str = "message_stream";
 
+/// The request that hands an awaited event to a pi module's host (its
+/// payload the event): answered once the event's handlers are done.
+pub const AWAITED_EVENT: &str = "event";
+
+/// The request that starts run `run` of the handlers of an event pi emits
+/// without awaiting it (`thinking_level_select`): answered once they ran
+/// up to their first wait.
+pub const UNAWAITED_STARTED: &str = "event_started";
+
+/// The request answered once run `run` of [`UNAWAITED_STARTED`] is done.
+pub const UNAWAITED_FINISHED: &str = "event_finished";
+
 /// The request that hands a [`MESSAGE_STREAM`] to a pi module's host
 /// while the reply's body is read on: answered `{"done"}` once every
 /// handler it could run did (the others wait on a timer or I/O).
